@@ -1,0 +1,179 @@
+"""The ``--latency-*`` flags, each with a ``latency_*`` ini twin, validated into one object.
+
+Values are checked when pytest configures, so a bad flag is a usage error before any
+test runs, never a traceback in the middle of a suite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_latency.gate import INCONCLUSIVE_POLICIES
+from pytest_latency.servers.base import CONTAINER_KINDS
+from pytest_latency.spec import ServerSpec
+
+
+@dataclass(frozen=True, slots=True)
+class _Flag:
+    name: str  # without the --latency- prefix
+    help: str
+    metavar: str | None = None
+    is_switch: bool = False
+
+
+FLAGS: tuple[_Flag, ...] = (
+    _Flag(
+        "server",
+        "server to test: sim (embedded, default), an http(s):// URL, or a container "
+        f"kind ({'|'.join(CONTAINER_KINDS)})",
+        "SPEC",
+    ),
+    _Flag("model", "model name to request (default: the server's first listed model)", "NAME"),
+    _Flag("json", "write every run (phases, objectives, requests) as JSON to PATH", "PATH"),
+    _Flag("html", "write an HTML report to PATH", "PATH"),
+    _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
+    _Flag("otlp-endpoint", "export client spans to this OTLP/HTTP collector", "URL"),
+    _Flag("trace-url", "link template for trace ids in reports, with {trace_id}", "TEMPLATE"),
+    _Flag("baseline", "compare against a baseline saved earlier", "PATH"),
+    _Flag("save-baseline", "save this session's distributions as a baseline", "PATH"),
+    _Flag("seed", "override every workload's seed", "N"),
+    _Flag("image", "container image for a container server kind", "IMAGE"),
+    _Flag("gpus", "GPUs for a container server: all, a count, or device ids", "GPUS"),
+    _Flag(
+        "inconclusive",
+        "what an inconclusive objective does: warn (default), fail or skip",
+        "warn|fail|skip",
+    ),
+    _Flag(
+        "record-content",
+        "keep generated text in records (off: prompts and outputs are never stored)",
+        is_switch=True,
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class LatencyOptions:
+    server: ServerSpec
+    server_explicit: bool
+    model: str | None
+    json_path: Path | None
+    html_path: Path | None
+    otlp_receiver: str | None
+    otlp_endpoint: str | None
+    trace_url: str | None
+    baseline: Path | None
+    save_baseline: Path | None
+    seed: int | None
+    image: str | None
+    gpus: str | None
+    inconclusive: str
+    record_content: bool
+
+
+def add_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("latency", "latency objectives for LLM endpoints (pytest-latency)")
+    for flag in FLAGS:
+        dest = "latency_" + flag.name.replace("-", "_")
+        if flag.is_switch:
+            group.addoption(
+                f"--latency-{flag.name}",
+                action="store_true",
+                default=None,
+                dest=dest,
+                help=flag.help,
+            )
+            parser.addini(dest, flag.help, type="bool", default=False)
+        else:
+            group.addoption(
+                f"--latency-{flag.name}",
+                dest=dest,
+                default=None,
+                metavar=flag.metavar,
+                help=flag.help,
+            )
+            parser.addini(dest, flag.help, default=None)
+
+
+def parse_server(value: str, model: str | None = None) -> ServerSpec:
+    """``sim``, an http(s) URL, or a container kind; UsageError otherwise."""
+    text = value.strip()
+    if text == "sim":
+        return ServerSpec(kind="sim", model=model)
+    if text.startswith(("http://", "https://")):
+        return ServerSpec(kind="url", url=text, model=model)
+    if text in CONTAINER_KINDS:
+        return ServerSpec(kind=text, model=model)
+    raise pytest.UsageError(
+        f"--latency-server {value!r}: expected sim, an http(s):// URL, or one of "
+        f"{', '.join(CONTAINER_KINDS)}"
+    )
+
+
+def _raw(config: pytest.Config, name: str) -> object:
+    dest = "latency_" + name.replace("-", "_")
+    value = config.getoption(dest)
+    if value is None:
+        value = config.getini(dest)
+    return value
+
+
+def _checked(name: str, value: object, parse: Callable[[str], object]) -> object:
+    try:
+        return parse(str(value))
+    except ValueError as error:
+        raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
+
+
+def read_options(config: pytest.Config) -> LatencyOptions:
+    """All flags, command line over ini file over defaults, validated."""
+
+    def text(name: str) -> str | None:
+        value = _raw(config, name)
+        return str(value) if value not in (None, "") else None
+
+    def path(name: str) -> Path | None:
+        value = text(name)
+        return Path(value) if value else None
+
+    model = text("model")
+    server_text = text("server")
+    seed_text = text("seed")
+    seed = int(str(_checked("seed", seed_text, _parse_seed))) if seed_text else None
+    inconclusive = text("inconclusive") or "warn"
+    if inconclusive not in INCONCLUSIVE_POLICIES:
+        raise pytest.UsageError(
+            f"--latency-inconclusive {inconclusive!r}: expected one of "
+            f"{', '.join(INCONCLUSIVE_POLICIES)}"
+        )
+    trace_url = text("trace-url")
+    if trace_url and "{trace_id}" not in trace_url:
+        raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
+    return LatencyOptions(
+        server=parse_server(server_text or "sim", model),
+        server_explicit=server_text is not None,
+        model=model,
+        json_path=path("json"),
+        html_path=path("html"),
+        otlp_receiver=text("otlp-receiver"),
+        otlp_endpoint=text("otlp-endpoint"),
+        trace_url=trace_url,
+        baseline=path("baseline"),
+        save_baseline=path("save-baseline"),
+        seed=seed,
+        image=text("image"),
+        gpus=text("gpus"),
+        inconclusive=inconclusive,
+        record_content=bool(_raw(config, "record-content")),
+    )
+
+
+def _parse_seed(value: str) -> int:
+    seed = int(value)
+    if seed < 0:
+        raise ValueError("a seed must be a non-negative integer")
+    return seed

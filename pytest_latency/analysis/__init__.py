@@ -1,0 +1,1 @@
+"""Analysis: per-request samples, percentiles with bounds, phase summaries, verdicts (pure)."""

@@ -1,0 +1,76 @@
+"""Percentiles and their distribution-free confidence bounds.
+
+Bounds come from order statistics: for the sorted sample x(1) <= ... <= x(n), the
+number of observations below the true q-quantile is Binomial(n, q), so
+P(x(l) <= true quantile) = P(Binom(n, q) >= l). No distribution is assumed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.stats import binom
+
+DEFAULT_CONFIDENCE = 0.99
+
+
+def percentile(samples: Sequence[float] | np.ndarray, p: float) -> float:
+    """The p-th percentile (0-100) by linear interpolation, NaN for no samples."""
+    values = np.asarray(samples, dtype=np.float64)
+    if values.size == 0:
+        return math.nan
+    # Failed requests enter some samples as inf; interpolating inf - inf would give NaN.
+    with np.errstate(invalid="ignore"):
+        result = float(np.percentile(values, p))
+    return math.inf if math.isnan(result) else result
+
+
+def bound_ranks(n: int, q: float, confidence: float) -> tuple[int | None, int | None]:
+    """1-based ranks (lower, upper) of the order statistics bounding the q-quantile.
+
+    The interval is two-sided at ``confidence``: each side misses with probability at most
+    (1 - confidence) / 2. A side is None when ``n`` is too small for that bound to exist.
+    """
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"q must lie in (0, 1), got {q!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
+    if n <= 0:
+        return None, None
+    tail = (1.0 - confidence) / 2.0
+    # Lower rank l: the largest l with P(Binom <= l - 1) <= tail.
+    k = int(binom.ppf(tail, n, q))  # smallest k with cdf(k) >= tail
+    while k >= 0 and binom.cdf(k, n, q) > tail:
+        k -= 1
+    while k + 1 < n and binom.cdf(k + 1, n, q) <= tail:
+        k += 1
+    lower = k + 1 if k >= 0 else None
+    # Upper rank u: the smallest u with P(Binom <= u - 1) >= 1 - tail.
+    j = int(binom.ppf(1.0 - tail, n, q))
+    while j > 0 and binom.cdf(j - 1, n, q) >= 1.0 - tail:
+        j -= 1
+    while binom.cdf(j, n, q) < 1.0 - tail:
+        j += 1
+    upper = j + 1 if j + 1 <= n else None
+    return lower, upper
+
+
+def quantile_bounds(
+    samples: Sequence[float] | np.ndarray, q: float, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[float, float]:
+    """Distribution-free two-sided bounds (lower, upper) on the q-quantile (q in (0, 1)).
+
+    ``upper`` is ``inf`` (and ``lower`` is ``-inf``) when the sample is too small for that
+    bound to exist: it is never silently the sample maximum. A one-sided bound at
+    confidence c needs n >= log(1 - c) / log(q) samples: a p95 upper bound at 95% needs
+    59, a p99 needs 299, a p99.9 needs 2995.
+    """
+    values = np.sort(np.asarray(samples, dtype=np.float64))
+    if values.size and np.isnan(values).any():
+        raise ValueError("samples contain NaN")
+    lower_rank, upper_rank = bound_ranks(int(values.size), q, confidence)
+    lower = -math.inf if lower_rank is None else float(values[lower_rank - 1])
+    upper = math.inf if upper_rank is None else float(values[upper_rank - 1])
+    return lower, upper

@@ -1,0 +1,58 @@
+"""Per-request samples of one metric, taken from records (per request first, summary second).
+
+Failed requests count against latency objectives: a request that never produced a first
+token or never finished has, for the user, an unbounded TTFT and end-to-end latency, so it
+enters those samples as ``inf`` (never silently dropped, as most benchmarks do). Metrics the
+server reports (queue wait, prefill, decode) only exist where the server reported them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from pytest_latency.driver.records import RequestRecord
+
+LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e", "queue_wait", "prefill", "decode")
+# Metrics a failed request counts against (as an unbounded value).
+_FAILURE_COUNTS_AGAINST = frozenset({"ttft", "e2e"})
+
+
+def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
+    """All samples of ``metric``: one per request, except ITL (every gap of every request)."""
+    if metric not in LATENCY_METRICS:
+        raise ValueError(f"unknown latency metric {metric!r}; one of {', '.join(LATENCY_METRICS)}")
+    if metric == "itl":
+        gaps = [record.itl_s for record in records if record.ok and record.itl_s]
+        if not gaps:
+            return np.empty(0, dtype=np.float64)
+        return np.concatenate([np.asarray(gap, dtype=np.float64) for gap in gaps])
+    values = [record_value(record, metric) for record in records]
+    return np.asarray([value for value in values if value is not None], dtype=np.float64)
+
+
+def record_value(record: RequestRecord, metric: str) -> float | None:
+    """One request's value of ``metric`` (ITL: its largest gap); ``inf`` where it failed."""
+    if not record.ok:
+        return math.inf if metric in _FAILURE_COUNTS_AGAINST else None
+    if metric == "itl":
+        return max(record.itl_s) if record.itl_s else None
+    if metric == "ttft":
+        return record.ttft_s
+    if metric == "e2e":
+        return record.e2e_s
+    if metric == "tpot":
+        return record.tpot_s
+    if metric == "queue_wait":
+        return record.queue_wait_s
+    if metric == "prefill":
+        return record.prefill_s
+    return record.decode_s
+
+
+def error_counts(records: Sequence[RequestRecord]) -> tuple[int, int]:
+    """(failed, offered): failed is any status but ok."""
+    failed = sum(1 for record in records if not record.ok)
+    return failed, len(records)

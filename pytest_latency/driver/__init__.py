@@ -1,0 +1,34 @@
+"""Open-loop streaming driver: offer a plan to an OpenAI-compatible endpoint, record all.
+
+>>> result = run_plan(plan, Target("http://127.0.0.1:8000", model="tiny"))  # doctest: +SKIP
+>>> len(result.records) == len(plan.requests)  # doctest: +SKIP
+True
+
+Instants in records are seconds on the client's monotonic clock from time zero; TTFT
+and e2e are measured from each request's planned send time (DESIGN.md section 3).
+"""
+
+from __future__ import annotations
+
+from pytest_latency.driver.client import (
+    DriveResult,
+    Run,
+    RunInterrupted,
+    Target,
+    drive,
+    make_client,
+    run_plan,
+)
+from pytest_latency.driver.records import RequestRecord, Status
+
+__all__ = (
+    "DriveResult",
+    "RequestRecord",
+    "Run",
+    "RunInterrupted",
+    "Status",
+    "Target",
+    "drive",
+    "make_client",
+    "run_plan",
+)

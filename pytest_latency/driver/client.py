@@ -1,0 +1,235 @@
+"""The open-loop driver: offer every planned request at its absolute planned time.
+
+Time zero is taken on ``time.perf_counter_ns`` after the client is warm. One launcher
+sleeps until each request's absolute instant (``t0 + intended_s``, recomputed from the
+clock every time, so no drift accumulates) and starts the request as its own task;
+nothing a response does can delay a later send. Each request has its own deadline,
+``intended_s + workload.timeout_s``, so a run ends within its duration plus the
+deadline (plus the scheduling slack of the event loop) whatever the server does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+
+from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.driver.request import Sender
+from pytest_latency.workload.plan import Plan, PlannedRequest
+
+logger = logging.getLogger("pytest_latency.driver")
+
+WARM_CONNECTIONS = 8  # connections opened before time zero (more open on demand)
+WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
+# Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
+# connection is not reused just as the server closes it.
+KEEPALIVE_EXPIRY_S = 4.0
+_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where to send: an OpenAI-compatible server. ``headers`` (e.g. auth) are never logged.
+
+    ``extra_body`` keys (e.g. ``min_tokens``, ``ignore_eos``) are added to every request
+    body last, so they override the driver's own keys.
+    """
+
+    base_url: str  # "http://127.0.0.1:8000", without /v1
+    model: str
+    api: Literal["chat", "completions"] = "chat"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    extra_body: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.api not in _PATHS:
+            raise ValueError(f"api must be 'chat' or 'completions', got {self.api!r}")
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + _PATHS[self.api]
+
+    def __repr__(self) -> str:  # headers may hold credentials
+        return f"Target(base_url={self.base_url!r}, model={self.model!r}, api={self.api!r})"
+
+
+@dataclass(slots=True)
+class DriveResult:
+    """Every offered request's record (one per ``plan.requests`` entry, ordered by id)."""
+
+    records: list[RequestRecord]
+    started_at_unix: float  # wall clock at time zero, for reports only
+    elapsed_s: float  # monotonic duration from time zero to the last request's end
+    started_ns: int = 0  # time zero as a time.perf_counter_ns() reading (in-process clock)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_plan`; ``result`` holds the complete, partly cancelled records."""
+
+    def __init__(self, result: DriveResult) -> None:
+        super().__init__("latency run interrupted")
+        self.result = result
+
+
+def make_client() -> httpx.AsyncClient:
+    """The driver's own client: uncapped pool (open loop), keep-alive, HTTP/1.1, no env proxies."""
+    return httpx.AsyncClient(
+        http1=True,
+        http2=False,
+        trust_env=False,
+        follow_redirects=False,
+        timeout=httpx.Timeout(None),  # deadlines are the driver's, per request
+        limits=httpx.Limits(
+            max_connections=None,
+            max_keepalive_connections=None,
+            keepalive_expiry=KEEPALIVE_EXPIRY_S,
+        ),
+    )
+
+
+class Run:
+    """One drive of a plan. :meth:`result` is complete even if the run was cancelled."""
+
+    def __init__(self, plan: Plan, target: Target) -> None:
+        self.plan = plan
+        self.target = target
+        ordered = sorted(plan.requests, key=lambda request: request.id)
+        self.records = [
+            RequestRecord(
+                id=request.id,
+                phase=request.phase,
+                intended_s=request.intended_s,
+                input_tokens=request.input_tokens,
+            )
+            for request in ordered
+        ]
+        pairs = zip(ordered, self.records, strict=True)
+        self._schedule = sorted(pairs, key=lambda pair: pair[0].intended_s)
+        self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts
+        self.started_at_unix = 0.0
+        self.elapsed_s = 0.0
+        self._driven = False
+
+    def result(self) -> DriveResult:
+        return DriveResult(self.records, self.started_at_unix, self.elapsed_s, self.started_ns)
+
+    async def drive(self, client: httpx.AsyncClient | None = None) -> DriveResult:
+        """Warm up, then offer every request at its planned time; wait for all to end."""
+        if self._driven:
+            raise RuntimeError("a Run drives its plan once; make a new Run")
+        self._driven = True
+        own = client is None
+        http = make_client() if client is None else client
+        sender = self._sender(http)
+        try:
+            await self._warm(sender)
+            self.started_ns = sender.t0_ns = time.perf_counter_ns()
+            self.started_at_unix = time.time()
+            async with anyio.create_task_group() as tasks:
+                await self._launch(tasks, sender)
+        finally:
+            if self.started_ns:
+                self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
+            self._mark_cancelled()
+            if own:
+                with anyio.CancelScope(shield=True):
+                    await http.aclose()
+        return self.result()
+
+    def _sender(self, client: httpx.AsyncClient) -> Sender:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "accept-encoding": "identity",  # byte-exact SSE, no decompression on the hot path
+            **{name.lower(): value for name, value in self.target.headers.items()},
+        }
+        return Sender(
+            client=client,
+            url=self.target.url,
+            headers=headers,
+            model=self.target.model,
+            chat=self.target.api == "chat",
+            extra_body=self.target.extra_body,
+            timeout_s=self.plan.workload.timeout_s,
+        )
+
+    async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
+        clock = time.perf_counter_ns
+        t0 = self.started_ns
+        for request, record in self._schedule:
+            planned_ns = t0 + round(request.intended_s * 1e9)
+            delay_ns = planned_ns - clock()  # from the absolute instant: no drift
+            if delay_ns > 0:
+                await anyio.sleep(delay_ns / 1e9)
+            tasks.start_soon(sender.send, request, record, planned_ns)
+
+    async def _warm(self, sender: Sender) -> None:
+        """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""
+        pings = max(1, min(WARM_CONNECTIONS, len(self.plan.requests)))
+        with anyio.move_on_after(min(WARM_PING_TIMEOUT_S, sender.timeout_s)):
+            async with anyio.create_task_group() as tasks:
+                for _ in range(pings):
+                    tasks.start_soon(self._ping, sender.client)
+        if self.plan.warmup:
+            limiter = anyio.CapacityLimiter(WARM_CONNECTIONS)
+            async with anyio.create_task_group() as tasks:
+                for request in self.plan.warmup:
+                    tasks.start_soon(self._warm_request, sender, request, limiter)
+
+    async def _ping(self, client: httpx.AsyncClient) -> None:
+        url = self.target.base_url.rstrip("/") + "/v1/models"
+        try:
+            response = await client.get(url, headers=dict(self.target.headers))
+            logger.debug("warm-up ping: HTTP %s", response.status_code)
+        except httpx.HTTPError as exc:
+            logger.debug("warm-up ping failed: %s", type(exc).__name__)
+
+    async def _warm_request(
+        self, sender: Sender, request: PlannedRequest, limiter: anyio.CapacityLimiter
+    ) -> None:
+        async with limiter:
+            record = RequestRecord(
+                id=request.id, phase=request.phase, intended_s=0.0, input_tokens=0
+            )  # thrown away: its instants are relative to nothing
+            await sender.send(request, record, time.perf_counter_ns())
+            logger.debug("warm-up request %s: %s", request.id, record.status.value)
+
+    def _mark_cancelled(self) -> None:
+        for record in self.records:
+            if record.status is Status.CANCELLED and record.error is None:
+                record.error = (
+                    "run cancelled before the request was sent"
+                    if record.sent_s is None
+                    else "run cancelled before the request finished"
+                )
+
+
+async def drive(
+    plan: Plan, target: Target, *, client: httpx.AsyncClient | None = None
+) -> DriveResult:
+    """Offer ``plan`` to ``target`` open loop; one record per planned request.
+
+    A caller's ``client`` is used as it is (and not closed); by default the driver makes
+    its own (:func:`make_client`). Cancelling the run re-raises after every unfinished
+    record was marked ``cancelled``; use :class:`Run` to keep the records then.
+    """
+    return await Run(plan, target).drive(client)
+
+
+def run_plan(plan: Plan, target: Target) -> DriveResult:
+    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records."""
+    run = Run(plan, target)
+    try:
+        anyio.run(run.drive)
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(run.result()) from exc
+    return run.result()

@@ -1,0 +1,165 @@
+"""Incremental server-sent-events decoding and OpenAI stream chunk interpretation.
+
+:class:`SSEDecoder` turns raw body bytes, in whatever pieces the socket delivers them,
+into event payloads (the joined ``data:`` lines of each event). Each byte is scanned
+once: only the new chunk is split, an unfinished line is kept as pieces until its end
+arrives. It follows the WHATWG event-stream rules that matter here: lines end in
+``\\n``, ``\\r\\n`` or ``\\r`` (also when the pair is split across reads), ``:`` starts a
+comment, several ``data:`` lines make one multi-line payload, other fields are ignored,
+an empty line dispatches. Leniency: at end of stream a pending payload is dispatched
+even without its closing blank line (servers that end on ``data: [DONE]\\n`` exist).
+
+:class:`StreamState` reads one payload at a time, decoding its JSON once, and keeps the
+per-request token timeline: first content chunk, gaps between content chunks, chunk
+count, reported usage and whether the stream finished (``[DONE]`` or a
+``finish_reason``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+_BOM = b"\xef\xbb\xbf"
+_COLON = 0x3A
+DONE = b"[DONE]"
+
+
+class SSEDecoder:
+    """Feed raw bytes, get back the payloads of the events those bytes completed."""
+
+    __slots__ = ("_cr_pending", "_data", "_pieces", "_started")
+
+    def __init__(self) -> None:
+        self._pieces: list[bytes] = []  # the unfinished last line, as received
+        self._data: bytes | None = None  # payload of the event being built
+        self._cr_pending = False  # previous chunk ended in \r: a leading \n is its pair
+        self._started = False
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        if not self._started:
+            self._started = True
+            if chunk.startswith(_BOM):
+                chunk = chunk[3:]
+        if self._cr_pending:
+            self._cr_pending = False
+            if chunk[:1] == b"\n":
+                chunk = chunk[1:]
+        if not chunk:
+            return []
+        if b"\r" in chunk:
+            self._cr_pending = chunk[-1] == 0x0D
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            self._pieces.append(chunk)
+            return []
+        if self._pieces:
+            self._pieces.append(lines[0])
+            lines[0] = b"".join(self._pieces)
+            self._pieces.clear()
+        tail = lines.pop()
+        if tail:
+            self._pieces.append(tail)
+        events: list[bytes] = []
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def flush(self) -> list[bytes]:
+        """End of stream: the payloads still pending (lenient, see the module doc)."""
+        events: list[bytes] = []
+        if self._pieces:
+            self._line(b"".join(self._pieces), events)
+            self._pieces.clear()
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        if not line:
+            if self._data is not None:
+                events.append(self._data)
+                self._data = None
+        elif line[0] != _COLON:
+            name, _, value = line.partition(b":")
+            if name == b"data":
+                if value[:1] == b" ":
+                    value = value[1:]
+                self._data = value if self._data is None else self._data + b"\n" + value
+
+
+class StreamError(Exception):
+    """The stream cannot be read as an OpenAI completion stream."""
+
+
+class MalformedStream(StreamError):
+    """Bytes that are not what the protocol allows: bad JSON, wrong chunk shape."""
+
+
+class ErrorEvent(StreamError):
+    """The server reported an error inside a 2xx stream (``{"error": ...}``)."""
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        super().__init__("error event in stream")
+        self.payload = payload
+
+
+class StreamState:
+    """The token timeline of one streamed response (instants in perf_counter ns)."""
+
+    __slots__ = ("chunks", "done", "finished", "first_ns", "gaps", "last_ns", "usage_tokens")
+
+    def __init__(self, gaps: list[float]) -> None:
+        self.first_ns: int | None = None
+        self.last_ns = 0
+        self.gaps = gaps  # seconds between successive content chunks
+        self.chunks = 0  # content-bearing chunks
+        self.usage_tokens: int | None = None
+        self.finished = False  # a choice reported finish_reason
+        self.done = False  # [DONE] received
+
+    def feed(self, data: bytes, now_ns: int) -> None:
+        """Take one event payload received at ``now_ns``; raise StreamError subclasses."""
+        if self.done or not data:
+            return
+        if data == DONE:
+            self.done = True
+            return
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise MalformedStream("malformed JSON in a data line") from None
+        try:
+            self._chunk(chunk, now_ns)
+        except (AttributeError, TypeError):
+            raise MalformedStream("unexpected chunk shape (not an OpenAI stream chunk)") from None
+
+    def _chunk(self, chunk: dict[str, Any], now_ns: int) -> None:
+        choices = chunk.get("choices")
+        if choices:
+            content = False
+            for choice in choices:
+                delta = choice.get("delta")
+                if delta is None:  # completions API
+                    if choice.get("text"):
+                        content = True
+                elif (
+                    delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
+                ):
+                    content = True
+                if choice.get("finish_reason") is not None:
+                    self.finished = True
+            if content:
+                if self.first_ns is None:
+                    self.first_ns = now_ns
+                else:
+                    self.gaps.append((now_ns - self.last_ns) / 1e9)
+                self.last_ns = now_ns
+                self.chunks += 1
+        elif "error" in chunk or chunk.get("object") == "error":
+            raise ErrorEvent(chunk)
+        usage = chunk.get("usage")
+        if usage:
+            tokens = usage.get("completion_tokens")
+            if type(tokens) is int:
+                self.usage_tokens = tokens

@@ -1,0 +1,49 @@
+"""The ``latency`` fixture: a thin adapter from a test to the session's runner."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_latency.result import LatencyResult
+from pytest_latency.servers import ServerInfo
+from pytest_latency.session import SESSION_KEY, LatencySession
+from pytest_latency.spec import Phase, ServerSpec, Workload
+
+
+class LatencyFixture:
+    """Run phases against the selected server: ``latency.run(steady(5, 20), burst(25, 5))``."""
+
+    def __init__(self, session: LatencySession, nodeid: str) -> None:
+        self._session = session
+        self._nodeid = nodeid
+
+    @property
+    def server(self) -> ServerInfo:
+        """The server this test measures (started on first use, shared by the session)."""
+        return self._session.server()
+
+    def run(
+        self,
+        *phases: Phase,
+        workload: Workload | None = None,
+        server: ServerSpec | None = None,
+        **workload_options: Any,
+    ) -> LatencyResult:
+        """Offer the phases (or a whole ``workload``) open loop; every request is recorded.
+
+        ``workload_options`` are :class:`~pytest_latency.Workload` fields: ``seed``,
+        ``input_tokens``, ``output_tokens``, ``timeout_s``, ``warmup_requests``, ``ignore_eos``.
+        """
+        if workload is None:
+            workload = Workload(phases=tuple(phases), **workload_options)
+        elif phases or workload_options:
+            raise TypeError("pass either phases with options, or a whole workload, not both")
+        return self._session.run(workload, test=self._nodeid, server=server)
+
+
+@pytest.fixture
+def latency(request: pytest.FixtureRequest) -> LatencyFixture:
+    """Drive open-loop traffic at the session's server and decide latency objectives."""
+    return LatencyFixture(request.config.stash[SESSION_KEY], request.node.nodeid)

@@ -1,0 +1,53 @@
+"""Turning objective results into a test outcome, by the ``--latency-inconclusive`` policy."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+from pytest_latency.report.evidence import describe
+
+if TYPE_CHECKING:
+    from pytest_latency.result import LatencyResult
+
+INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
+
+
+class LatencyInconclusiveWarning(UserWarning):
+    """An objective could not be decided: too few samples or a bound straddling the limit."""
+
+
+class LatencyObjectiveError(AssertionError):
+    """One or more latency objectives failed; the message carries the evidence."""
+
+
+def enforce(run: LatencyResult, results: Sequence[ObjectiveResult]) -> None:
+    """Raise on failed objectives; warn, fail or skip on inconclusive ones."""
+    __tracebackhide__ = True
+    failed = [result for result in results if result.verdict is Verdict.FAIL]
+    undecided = [result for result in results if result.verdict is Verdict.INCONCLUSIVE]
+    policy = run.inconclusive_policy
+    if policy == "fail":
+        failed += undecided
+    if failed:
+        raise LatencyObjectiveError(_message(run, failed, "latency objectives not met"))
+    if undecided and policy == "skip":
+        pytest.skip(_message(run, undecided, "latency objectives inconclusive"))
+    for result in undecided:
+        records = run.phase_records(result.objective.phase)
+        warnings.warn(
+            LatencyInconclusiveWarning(describe(result, records, run.trace_url_template, 0)),
+            stacklevel=2,
+        )
+
+
+def _message(run: LatencyResult, results: Sequence[ObjectiveResult], headline: str) -> str:
+    parts = [f"{headline} ({run.test}, server {run.server.kind} {run.server.url}):"]
+    for result in results:
+        records = run.phase_records(result.objective.phase)
+        parts.append(describe(result, records, run.trace_url_template))
+    return "\n".join(parts)

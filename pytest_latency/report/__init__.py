@@ -1,0 +1,1 @@
+"""Reports: terminal summary, JSON document, failure evidence."""

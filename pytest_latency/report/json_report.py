@@ -1,0 +1,114 @@
+"""The ``--latency-json`` document: schema ``pytest-latency/1`` (DESIGN.md section 6).
+
+Non-finite numbers (an unbounded confidence limit, a percentile of nothing) are written
+as null: JSON has no infinity, and a reader must not mistake a missing bound for a value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_latency.analysis.summary import PhaseSummary
+from pytest_latency.analysis.verdict import ObjectiveResult
+from pytest_latency.driver.records import RequestRecord
+from pytest_latency.result import LatencyResult
+
+SCHEMA = "pytest-latency/1"
+
+
+def _number(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def _phase(summary: PhaseSummary) -> dict[str, Any]:
+    return {
+        "name": summary.name,
+        "offered": summary.offered,
+        "completed": summary.completed,
+        "failed": summary.failed,
+        "target_rate": summary.target_rate,
+        "offered_rate": summary.offered_rate,
+        "schedule_lag_p99_s": _number(summary.schedule_lag_p99_s),
+        "duration_s": summary.duration_s,
+        "statuses": summary.statuses,
+        "percentiles_s": {
+            metric: {f"p{p:g}": _number(value) for p, value in values.items()}
+            for metric, values in summary.percentiles.items()
+        },
+    }
+
+
+def _objective(result: ObjectiveResult) -> dict[str, Any]:
+    return {
+        "metric": result.objective.metric,
+        "p": result.objective.p,
+        "max_s": result.objective.max_s,
+        "phase": result.objective.phase,
+        "verdict": result.verdict.value,
+        "estimate_s": _number(result.estimate_s),
+        "lower_s": _number(result.lower_s),
+        "upper_s": _number(result.upper_s),
+        "n": result.n,
+        "confidence": result.confidence,
+        "reason": result.reason,
+    }
+
+
+def request_dict(record: RequestRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "trace_id": record.trace_id,
+        "phase": record.phase,
+        "status": record.status.value,
+        "error": record.error,
+        "http_status": record.http_status,
+        "intended_s": record.intended_s,
+        "sent_s": record.sent_s,
+        "first_token_s": record.first_token_s,
+        "end_s": record.end_s,
+        "ttft_s": record.ttft_s,
+        "e2e_s": record.e2e_s,
+        "itl_s": [float(gap) for gap in record.itl_s],
+        "tpot_s": record.tpot_s,
+        "queue_wait_s": record.queue_wait_s,
+        "prefill_s": record.prefill_s,
+        "decode_s": record.decode_s,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "output_tokens_source": record.output_tokens_source,
+    }
+
+
+def run_dict(run: LatencyResult) -> dict[str, Any]:
+    return {
+        "test": run.test,
+        "server": {
+            "kind": run.server.kind,
+            "url": run.server.url,
+            "model": run.server.model,
+            "api": run.server.api,
+            **run.server.details,
+        },
+        "started_at_unix": run.started_at_unix,
+        "elapsed_s": run.elapsed_s,
+        "seed": run.workload.seed,
+        "boundary": "client, from the planned send time (intended_s), monotonic clock",
+        "phases": [_phase(summary) for summary in run.summaries()],
+        "objectives": [_objective(result) for result in run.objective_results],
+        "requests": [request_dict(record) for record in run.records],
+    }
+
+
+def write_json(path: Path, runs: Sequence[LatencyResult]) -> None:
+    """Write every run of the session; the parent folder is created if missing."""
+    document = {"schema": SCHEMA, "runs": [run_dict(run) for run in runs]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
+    tmp.replace(path)

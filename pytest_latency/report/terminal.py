@@ -1,0 +1,50 @@
+"""The terminal summary of a run: one row per phase, the boundary stated above the table."""
+
+from __future__ import annotations
+
+from pytest_latency._units import format_seconds
+from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
+from pytest_latency.report.evidence import format_estimate
+from pytest_latency.result import LatencyResult
+
+_BOUNDARY = "client-side, from each request's planned send time; completed requests only"
+
+
+def format_run(run: LatencyResult) -> list[str]:
+    """Lines describing one run: header, per-phase table, objective verdicts."""
+    lines = [
+        f"{run.test}  server={run.server.kind} {run.server.url} model={run.server.model}  "
+        f"seed={run.workload.seed}  {run.offered} offered in {run.elapsed_s:.1f}s",
+        f"  boundary: {_BOUNDARY}",
+    ]
+    header = (
+        f"  {'phase':<10} {'offered':>7} {'ok':>5} {'failed':>6} {'target/s':>8} {'sent/s':>7} "
+        f"{'lag p99':>8}"
+    )
+    quantiles = "/".join(f"p{p:g}" for p in SUMMARY_PERCENTILES)
+    for metric in SUMMARY_METRICS:
+        header += f"  {metric + ' ' + quantiles:>26}"
+    lines.append(header)
+    for summary in run.summaries():
+        row = (
+            f"  {summary.name:<10} {summary.offered:>7} {summary.completed:>5} "
+            f"{summary.failed:>6} {summary.target_rate:>8.2f} {summary.offered_rate:>7.2f} "
+            f"{format_seconds(summary.schedule_lag_p99_s):>8}"
+        )
+        for metric in SUMMARY_METRICS:
+            values = "/".join(
+                format_seconds(summary.percentiles[metric][p]) for p in SUMMARY_PERCENTILES
+            )
+            row += f"  {values:>26}"
+        lines.append(row)
+        failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
+        if failures:
+            lines.append(
+                "    failures: " + ", ".join(f"{name}={count}" for name, count in failures.items())
+            )
+    for result in run.objective_results:
+        lines.append(
+            f"  {result.verdict.value.upper():<12} {result.objective.label}: "
+            f"{format_estimate(result)}"
+        )
+    return lines

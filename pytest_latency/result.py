@@ -1,0 +1,78 @@
+"""The result of one run: records, per-phase summaries, percentiles and objective checks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
+from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
+from pytest_latency.analysis.verdict import ObjectiveResult, decide, objective_confidence
+from pytest_latency.driver.records import RequestRecord
+from pytest_latency.servers.base import ServerInfo
+from pytest_latency.spec import Objective, SpecError, Workload
+
+
+@dataclass(slots=True)
+class LatencyResult:
+    """Everything one run measured. ``records`` holds exactly one row per offered request."""
+
+    test: str
+    server: ServerInfo
+    workload: Workload
+    records: list[RequestRecord]
+    started_at_unix: float
+    elapsed_s: float
+    confidence: float = DEFAULT_CONFIDENCE
+    inconclusive_policy: str = "warn"
+    trace_url_template: str | None = None
+    objective_results: list[ObjectiveResult] = field(default_factory=list)
+
+    @property
+    def offered(self) -> int:
+        return len(self.records)
+
+    def phase_records(self, phase: str | None = None) -> list[RequestRecord]:
+        """Records of one phase (all phases when None); unknown names are an error."""
+        if phase is None:
+            return list(self.records)
+        if phase not in {p.name for p in self.workload.phases}:
+            known = ", ".join(p.name for p in self.workload.phases)
+            raise SpecError(f"unknown phase {phase!r}; this run has: {known}")
+        return [record for record in self.records if record.phase == phase]
+
+    def percentile(self, metric: str, p: float, phase: str | None = None) -> float:
+        """Point estimate of ``metric`` at percentile ``p`` over completed requests, in s."""
+        ok = [record for record in self.phase_records(phase) if record.ok]
+        return percentile(metric_samples(ok, metric), p)
+
+    def summaries(self) -> list[PhaseSummary]:
+        return [
+            summarise_phase(
+                phase, self.workload.phase_start_s(phase.name), self.phase_records(phase.name)
+            )
+            for phase in self.workload.phases
+        ]
+
+    def evaluate(self, objectives: Sequence[Objective]) -> list[ObjectiveResult]:
+        """Decide ``objectives`` together (their confidence shared) and keep the results."""
+        confidence = objective_confidence(len(objectives), self.confidence)
+        results = [
+            decide(objective, self.phase_records(objective.phase), confidence)
+            for objective in objectives
+        ]
+        self.objective_results.extend(results)
+        return results
+
+    def assert_slo(self, *objectives: Objective) -> list[ObjectiveResult]:
+        """Decide ``objectives``; raise AssertionError naming every failed one with evidence.
+
+        Inconclusive objectives follow the session's ``--latency-inconclusive`` setting.
+        """
+        from pytest_latency.gate import enforce  # the gate is pytest-facing; keep analysis pure
+
+        __tracebackhide__ = True
+        results = self.evaluate(objectives)
+        enforce(self, results)
+        return results

@@ -1,0 +1,44 @@
+"""Readiness and discovery over HTTP, shared by every server kind."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+
+from pytest_latency.servers.base import ServerStartError
+
+
+def wait_healthy(base_url: str, timeout_s: float, describe: str) -> float:
+    """Poll ``GET /health`` until 200; seconds waited. Raises ServerStartError on timeout."""
+    started = time.monotonic()
+    deadline = started + timeout_s
+    last = "no answer yet"
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            try:
+                response = client.get(f"{base_url}/health")
+                if response.status_code == 200:
+                    return time.monotonic() - started
+                last = f"HTTP {response.status_code}"
+            except httpx.HTTPError as error:
+                last = f"{type(error).__name__}: {error}"
+            time.sleep(0.05)
+    raise ServerStartError(f"{describe} at {base_url} not healthy after {timeout_s:.0f}s ({last})")
+
+
+def discover_model(base_url: str, timeout_s: float = 10.0) -> str:
+    """The first model id from ``GET /v1/models``; ServerStartError when unreachable."""
+    try:
+        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+            response = client.get(f"{base_url}/v1/models")
+            response.raise_for_status()
+            models = response.json().get("data") or []
+    except (httpx.HTTPError, ValueError) as error:
+        raise ServerStartError(
+            f"cannot list models at {base_url}/v1/models ({type(error).__name__}: {error}); "
+            f"pass the model with --latency-model or server: {{model: ...}}"
+        ) from error
+    if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+        raise ServerStartError(f"{base_url}/v1/models lists no model; pass --latency-model")
+    return str(models[0]["id"])

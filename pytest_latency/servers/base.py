@@ -1,0 +1,27 @@
+"""What every server kind yields once it is up: where it is and what it serves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CONTAINER_KINDS: tuple[str, ...] = ("llamacpp", "vllm", "tgi", "sglang", "ollama")
+
+
+class ServerStartError(RuntimeError):
+    """A server could not be started or reached; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """Identity and address of the server a run measures (never credentials).
+
+    ``request_options`` are extra body fields this server accepts for every request,
+    e.g. ``ignore_eos`` so outputs run to the fixed cap.
+    """
+
+    kind: str
+    url: str
+    model: str
+    api: str = "chat"
+    details: dict[str, object] = field(default_factory=dict)
+    cold_start_s: float | None = None

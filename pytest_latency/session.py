@@ -1,0 +1,91 @@
+"""One pytest session's latency state: started servers (reused across tests) and runs."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from contextlib import ExitStack
+
+import pytest
+
+from pytest_latency._options import LatencyOptions
+from pytest_latency.driver import Target, run_plan
+from pytest_latency.result import LatencyResult
+from pytest_latency.servers import ServerInfo, start_server
+from pytest_latency.spec import ServerSpec, Workload
+from pytest_latency.workload import build_plan
+
+RunListener = Callable[[LatencyResult], None]
+
+
+def _server_key(spec: ServerSpec) -> tuple[object, ...]:
+    return (spec.kind, spec.url, spec.model, spec.api, tuple(sorted(spec.options.items())))
+
+
+def request_options(workload: Workload) -> dict[str, object]:
+    """Body fields that make outputs run to the fixed cap, on servers that accept them."""
+    if not workload.ignore_eos:
+        return {}
+    return {"ignore_eos": True, "min_tokens": workload.output_tokens}
+
+
+class LatencySession:
+    """Starts each distinct server once, runs workloads, and keeps every result."""
+
+    def __init__(self, options: LatencyOptions, on_run: RunListener | None = None) -> None:
+        self.options = options
+        self.runs: list[LatencyResult] = []
+        self._on_run = on_run
+        self._servers: dict[tuple[object, ...], ServerInfo] = {}
+        self._stack = ExitStack()
+
+    def resolve(self, spec: ServerSpec | None) -> ServerSpec:
+        """A spec file's server, unless ``--latency-server`` was given explicitly."""
+        chosen = self.options.server if spec is None or self.options.server_explicit else spec
+        if self.options.model and not chosen.model:
+            chosen = dataclasses.replace(chosen, model=self.options.model)
+        return chosen
+
+    def server(self, spec: ServerSpec | None = None) -> ServerInfo:
+        resolved = self.resolve(spec)
+        key = _server_key(resolved)
+        if key not in self._servers:
+            self._servers[key] = self._stack.enter_context(start_server(resolved))
+        return self._servers[key]
+
+    def run(
+        self, workload: Workload, *, test: str, server: ServerSpec | None = None
+    ) -> LatencyResult:
+        """Offer ``workload`` to the server open loop and return every request's record."""
+        if self.options.seed is not None:
+            workload = dataclasses.replace(workload, seed=self.options.seed)
+        info = self.server(server)
+        plan = build_plan(workload)
+        target = Target(
+            base_url=info.url,
+            model=info.model,
+            api=info.api,  # type: ignore[arg-type]
+            extra_body=request_options(workload),
+        )
+        outcome = run_plan(plan, target)
+        result = LatencyResult(
+            test=test,
+            server=info,
+            workload=workload,
+            records=outcome.records,
+            started_at_unix=outcome.started_at_unix,
+            elapsed_s=outcome.elapsed_s,
+            inconclusive_policy=self.options.inconclusive,
+            trace_url_template=self.options.trace_url,
+        )
+        self.runs.append(result)
+        if self._on_run is not None:
+            self._on_run(result)
+        return result
+
+    def close(self) -> None:
+        self._servers.clear()
+        self._stack.close()
+
+
+SESSION_KEY = pytest.StashKey[LatencySession]()

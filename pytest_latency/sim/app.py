@@ -1,0 +1,221 @@
+"""The HTTP surface of the reference server: gateway, OpenAI routes, health, metrics.
+
+The gateway validates the request, takes the W3C trace id (or creates one), then
+hands the request to the admission queue. A streaming response starts (headers and,
+for chat, the role chunk) when the request reaches a replica, so a queue timeout
+can still be answered with a proper 503 status.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.engine import State
+from pytest_latency.sim.live import ABORTED, ADMITTED, EXPIRED, FINISHED, LiveEngine, Ticket
+from pytest_latency.sim.metrics import exposition
+from pytest_latency.sim.protocol import (
+    DONE,
+    Api,
+    Encoder,
+    GenRequest,
+    RequestError,
+    error_body,
+    new_trace_id,
+    parse_request,
+    parse_traceparent,
+)
+
+RETRY_AFTER_S = 1  # what a 429 tells clients; the queue drains within seconds
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class SimApp:
+    """One server instance: its live engine and its Starlette application."""
+
+    def __init__(self, config: SimConfig) -> None:
+        self.config = config
+        self.live = LiveEngine(config)
+        self.invalid = 0  # requests refused by validation (400/404)
+        self._ordinal = 0
+        self._created = int(time.time())
+        self.asgi = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat, methods=["POST"]),
+                Route("/v1/completions", self.completions, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/health", self.health, methods=["GET"]),
+                Route("/metrics", self.metrics, methods=["GET"]),
+            ],
+            lifespan=self._lifespan,
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        self.live.start_clock()
+        try:
+            yield
+        finally:
+            await self.live.shutdown()
+
+    async def chat(self, request: Request) -> Response:
+        return await self._generate(request, "chat")
+
+    async def completions(self, request: Request) -> Response:
+        return await self._generate(request, "completions")
+
+    async def models(self, _request: Request) -> Response:
+        model = {
+            "id": self.config.model,
+            "object": "model",
+            "created": self._created,
+            "owned_by": "pytest-latency",
+        }
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def health(self, _request: Request) -> Response:
+        if self.live.closed or not self.live.engine.is_ready(time.perf_counter()):
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(self, _request: Request) -> Response:
+        text = exposition(self.live.engine, self.invalid, self.live.queue_time, time.perf_counter())
+        return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def _generate(self, request: Request, api: Api) -> Response:
+        trace_id = parse_traceparent(request.headers.get("traceparent")) or new_trace_id()
+        self._ordinal += 1
+        try:
+            try:
+                body = json.loads(await request.body())
+            except ValueError as exc:
+                raise RequestError(f"the request body is not valid JSON: {exc}") from None
+            gen = parse_request(body, api, self.config, self._ordinal)
+        except RequestError as exc:
+            self.invalid += 1
+            return _error(exc.status, str(exc), "invalid_request_error", exc.code)
+        if self.live.closed:
+            return _error(
+                503, "the server is shutting down", "service_unavailable", "shutting_down"
+            )
+        ticket = self.live.submit(gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream)
+        if ticket.state is State.UNAVAILABLE:
+            return _error(503, "no replica is ready yet", "service_unavailable", "not_ready")
+        if ticket.state is State.REJECTED:
+            response = _error(429, "the admission queue is full", "rate_limit_error", "queue_full")
+            response.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return response
+        return await self._respond(request, ticket, gen)
+
+    async def _respond(self, request: Request, ticket: Ticket, gen: GenRequest) -> Response:
+        """Wait in the queue (watching for the client leaving), then answer."""
+        disconnect = asyncio.ensure_future(_disconnected(request))
+        try:
+            event = await _next_event(ticket, disconnect)
+            if gen.stream and event == ADMITTED:
+                disconnect.cancel()  # the streaming response watches from here on
+                encoder = Encoder(gen.api, self.config.model, ticket.sequence.id)
+                stream = self._stream(ticket, gen, encoder)
+                return StreamingResponse(
+                    stream, media_type="text/event-stream", headers=_SSE_HEADERS
+                )
+            while event == ADMITTED:
+                event = await _next_event(ticket, disconnect)
+        finally:
+            disconnect.cancel()
+        if event is None:  # the client went away: nobody reads this response
+            self.live.cancel(ticket)
+            return Response(status_code=499)
+        if event == FINISHED:
+            encoder = Encoder(gen.api, self.config.model, ticket.sequence.id)
+            reason = _finish_reason(ticket, gen)
+            return JSONResponse(
+                encoder.completion(gen.prompt_tokens, ticket.sequence.generated, reason)
+            )
+        return _final_error(event)
+
+    async def _stream(
+        self, ticket: Ticket, gen: GenRequest, encoder: Encoder
+    ) -> AsyncIterator[bytes]:
+        try:
+            if gen.api == "chat":
+                yield encoder.role_chunk()
+            events = ticket.events
+            finished = False
+            while not finished:  # bounded: at most target_tokens token events, then a final one
+                parts: list[bytes] = []
+                event = await events.get()
+                while True:  # write everything already produced in one go
+                    if event > 0:
+                        parts.append(encoder.token_chunk(event))
+                    else:
+                        finished = True
+                        if event == FINISHED:
+                            parts.append(self._trailer(ticket, gen, encoder))
+                        break  # aborted mid-stream: end without [DONE], a truncated stream
+                    if events.empty():
+                        break
+                    event = events.get_nowait()
+                if parts:
+                    yield b"".join(parts)
+        finally:
+            self.live.cancel(ticket)  # a no-op unless the client left mid-stream
+
+    @staticmethod
+    def _trailer(ticket: Ticket, gen: GenRequest, encoder: Encoder) -> bytes:
+        trailer = encoder.finish_chunk(_finish_reason(ticket, gen))
+        if gen.include_usage:
+            trailer += encoder.usage_chunk(gen.prompt_tokens, ticket.sequence.generated)
+        return trailer + DONE
+
+
+async def _disconnected(request: Request) -> None:
+    """Return once the client has gone away (the body has been read already)."""
+    for _ in range(1000):  # each receive blocks until the server sees a new message
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+    await asyncio.Future()  # a chatty client: stop listening, wait to be cancelled
+
+
+async def _next_event(ticket: Ticket, disconnect: asyncio.Future[None]) -> int | None:
+    """The ticket's next event, or None when the client disconnected first."""
+    if not ticket.events.empty():
+        return ticket.events.get_nowait()
+    getter = asyncio.ensure_future(ticket.events.get())
+    await asyncio.wait((getter, disconnect), return_when=asyncio.FIRST_COMPLETED)
+    if getter.done():
+        return getter.result()
+    getter.cancel()
+    return None
+
+
+def _finish_reason(ticket: Ticket, gen: GenRequest) -> str:
+    return "length" if ticket.sequence.generated >= gen.max_tokens else "stop"
+
+
+def _final_error(event: int) -> Response:
+    if event == EXPIRED:
+        return _error(
+            503,
+            "the request waited longer than the queue timeout",
+            "service_unavailable",
+            "queue_timeout",
+        )
+    assert event == ABORTED, event
+    return _error(503, "the server is shutting down", "service_unavailable", "shutting_down")
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:
+    body: dict[str, Any] = error_body(message, kind, code)
+    return JSONResponse(body, status_code=status)

@@ -1,0 +1,67 @@
+"""Configuration of the embedded reference server: capacity, admission and timing model.
+
+Every field carries its help text in ``metadata`` so the command line (``python -m
+pytest_latency.sim --help``) and the documentation stay in step with the defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+DEFAULT_MODEL = "sim-tiny"
+
+
+def _opt(default: Any, help_text: str) -> Any:
+    return field(default=default, metadata={"help": help_text})
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """Capacity, admission and timing of the simulated serving stack.
+
+    The defaults are calibrated so the seed lesson's example workload (Poisson, 5 req/s
+    for 20 s then 25 req/s for 5 s, prompts of 200-400 tokens, 200 output tokens)
+    reproduces its illustrative spike: a short queue wait and ~30 ms inter-token
+    latency in steady load, queue waits of seconds in the burst while the token
+    cadence barely moves. See ``docs/sim.md`` for the engine iteration model.
+    """
+
+    replicas: int = _opt(2, "model replicas sharing one admission queue")
+    max_batch: int = _opt(48, "sequences one replica decodes at once (its slots)")
+    max_queue: int = _opt(512, "waiting requests before new ones get 429")
+    queue_timeout_s: float = _opt(30.0, "longest a request may wait for a slot before 503")
+    decode_base_s: float = _opt(0.029, "fixed cost of one engine step, seconds")
+    decode_per_seq_s: float = _opt(0.00005, "extra step cost per sequence in the batch, seconds")
+    prefill_base_s: float = _opt(0.002, "extra step cost per newly admitted request, seconds")
+    prefill_per_token_s: float = _opt(
+        0.0001, "extra step cost per prompt token of newly admitted requests, seconds"
+    )
+    cold_start_s: float = _opt(0.0, "delay after start before the replicas are ready, seconds")
+    model: str = _opt(DEFAULT_MODEL, "the one model name served")
+    seed: int = _opt(0, "seed for early-stop lengths (ignore_eos=false) and token words")
+    default_max_tokens: int = _opt(16, "output cap when a request sets none")
+    max_model_len: int = _opt(8192, "prompt plus output tokens allowed per request")
+
+    def __post_init__(self) -> None:
+        for name in ("replicas", "max_batch", "max_model_len", "default_max_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"SimConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.max_queue < 0:
+            raise ValueError(f"SimConfig.max_queue must be >= 0, got {self.max_queue!r}")
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if spec.name.endswith("_s") and not value >= 0:
+                raise ValueError(f"SimConfig.{spec.name} must be >= 0 seconds, got {value!r}")
+        if self.decode_base_s + self.decode_per_seq_s <= 0:
+            # A zero-cost step would make a replica spin without yielding time.
+            raise ValueError("SimConfig: decode_base_s + decode_per_seq_s must be > 0")
+        if not self.model:
+            raise ValueError("SimConfig.model must be a non-empty string")
+
+    def step_duration(self, batch_size: int, admitted_prompt_tokens: list[int]) -> float:
+        """Seconds one engine step takes: decode for the whole batch plus new prefills."""
+        prefill = sum(
+            self.prefill_base_s + self.prefill_per_token_s * n for n in admitted_prompt_tokens
+        )
+        return self.decode_base_s + self.decode_per_seq_s * batch_size + prefill

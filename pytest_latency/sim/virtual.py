@@ -1,0 +1,111 @@
+"""Run the reference server's scheduling model in virtual time: no sockets, no sleeping.
+
+:func:`simulate` drives the same :class:`~pytest_latency.sim.engine.Engine` as the
+live server, with a discrete-event loop instead of asyncio timers, so a calibration
+or a what-if ("a third replica?") takes milliseconds and is exactly reproducible.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.engine import Engine, Sequence, State, Step
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """One request offered to the model: when, and its exact prompt/output lengths."""
+
+    at_s: float
+    prompt_tokens: int
+    output_tokens: int
+
+    def __post_init__(self) -> None:
+        if self.at_s < 0 or self.prompt_tokens < 0 or self.output_tokens < 1:
+            raise ValueError(f"invalid arrival {self!r}: need at_s >= 0, prompt >= 0, output >= 1")
+
+
+@dataclass(frozen=True, slots=True)
+class SimResult:
+    """Server-side timings of one simulated request, seconds from the simulation start."""
+
+    arrival: Arrival
+    outcome: State
+    replica: int | None
+    queue_wait_s: float | None
+    ttft_s: float | None  # first token minus arrival (server boundary, no network)
+    e2e_s: float | None
+    token_times_s: tuple[float, ...]
+
+    @property
+    def itl_s(self) -> list[float]:
+        times = self.token_times_s
+        return [later - earlier for earlier, later in itertools.pairwise(times)]
+
+
+_ARRIVE, _STEP_END, _DEADLINE = 0, 1, 2
+
+
+def simulate(config: SimConfig, arrivals: Iterable[Arrival]) -> list[SimResult]:
+    """Play ``arrivals`` through the engine; one result per arrival, in arrival order.
+
+    Time zero is the server's start, so ``config.cold_start_s`` applies: arrivals before
+    it are refused as ``unavailable``, as the live server answers 503.
+    """
+    ordered = sorted(arrivals, key=lambda arrival: arrival.at_s)
+    engine = Engine(config, start=0.0)
+    events: list[tuple[float, int, int, object]] = []
+    counter = 0
+
+    def push(at: float, kind: int, payload: object) -> None:
+        nonlocal counter
+        counter += 1  # insertion order breaks ties, keeping the run deterministic
+        heapq.heappush(events, (at, counter, kind, payload))
+
+    for arrival in ordered:
+        push(arrival.at_s, _ARRIVE, arrival)
+    sequences: list[Sequence] = []
+    token_times: dict[int, list[float]] = {}
+    while events:  # finite: every sequence finishes within output_tokens steps
+        now, _, kind, payload = heapq.heappop(events)
+        if kind == _ARRIVE:
+            assert isinstance(payload, Arrival)
+            admission = engine.submit(now, payload.prompt_tokens, payload.output_tokens)
+            sequences.append(admission.sequence)
+            if admission.sequence.state is State.QUEUED:
+                push(admission.sequence.deadline, _DEADLINE, admission.sequence)
+            if admission.step is not None:
+                push(admission.step.end, _STEP_END, admission.step)
+        elif kind == _STEP_END:
+            assert isinstance(payload, Step)
+            outcome = engine.end_step(payload, now)
+            for seq in outcome.emitted:
+                token_times.setdefault(seq.id, []).append(now)
+            if outcome.next_step is not None:
+                push(outcome.next_step.end, _STEP_END, outcome.next_step)
+        else:
+            assert isinstance(payload, Sequence)
+            engine.expire(payload, now)
+    return [
+        _result(arrival, seq, token_times.get(seq.id, []))
+        for arrival, seq in zip(ordered, sequences, strict=True)
+    ]
+
+
+def _result(arrival: Arrival, seq: Sequence, times: list[float]) -> SimResult:
+    timings = seq.timings
+    first = timings.first_token
+    ok = seq.state is State.OK
+    return SimResult(
+        arrival=arrival,
+        outcome=seq.state,
+        replica=timings.replica,
+        queue_wait_s=timings.queue_wait_s,
+        ttft_s=None if first is None else first - timings.arrival,
+        e2e_s=timings.end - timings.arrival if ok and timings.end is not None else None,
+        token_times_s=tuple(times),
+    )

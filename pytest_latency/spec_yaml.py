@@ -1,0 +1,325 @@
+"""``*.slo.yaml`` files: parsed with line numbers so every error names file, line and key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import yaml
+
+from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency.servers.base import CONTAINER_KINDS
+from pytest_latency.spec import ARRIVALS, Arrival, Objective, Phase, ServerSpec, SpecError, Workload
+
+T = TypeVar("T")
+
+
+class SpecFileError(SpecError):
+    """A spec file is invalid: ``path:line: key: problem``."""
+
+    def __init__(self, path: Path, line: int, key: str, problem: str) -> None:
+        self.path, self.line, self.key, self.problem = path, line, key, problem
+        super().__init__(f"{path}:{line}: {key}: {problem}")
+
+
+class _Map(dict[str, Any]):
+    """A mapping that remembers the line of each key (1-based)."""
+
+    line: int = 0
+    key_lines: dict[str, int]
+
+
+class _List(list[Any]):
+    line: int = 0
+    item_lines: list[int]
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
+    loader.flatten_mapping(node)
+    result = _Map()
+    result.line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        key = str(key)
+        if key in result:
+            raise yaml.MarkedYAMLError(
+                problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+def _construct_list(loader: _Loader, node: yaml.SequenceNode) -> _List:
+    result = _List(loader.construct_object(child, deep=True) for child in node.value)
+    result.line = node.start_mark.line + 1
+    result.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    """One ``*.slo.yaml``: what to run, against what, and what must hold."""
+
+    path: Path
+    workload: Workload
+    objectives: tuple[Objective, ...]
+    server: ServerSpec | None
+
+
+class _Context:
+    """Where we are in the file, for error messages."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, line: int, key: str, problem: str) -> SpecFileError:
+        return SpecFileError(self.path, line, key, problem)
+
+    def mapping(self, value: Any, line: int, key: str, allowed: tuple[str, ...]) -> _Map:
+        if not isinstance(value, _Map):
+            raise self.fail(line, key, f"expected a mapping, got {type(value).__name__}")
+        for name in value:
+            if name not in allowed:
+                raise self.fail(
+                    value.key_lines[name],
+                    f"{key}.{name}" if key else name,
+                    f"unknown key; allowed: {', '.join(allowed)}",
+                )
+        return value
+
+    def field(self, parent: _Map, name: str, key: str, parse: Callable[[Any], T]) -> T:
+        line = parent.key_lines.get(name, parent.line)
+        try:
+            return parse(parent[name])
+        except (ValueError, TypeError) as error:
+            raise self.fail(line, f"{key}.{name}" if key else name, str(error)) from None
+
+    def build(self, line: int, key: str, make: Callable[[], T]) -> T:
+        try:
+            return make()
+        except SpecFileError:
+            raise
+        except SpecError as error:
+            raise self.fail(line, key, str(error)) from None
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number, got {value!r}")
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _positive(value: Any) -> float:
+    number = _number(value)
+    if not number > 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return number
+
+
+def _positive_duration(value: Any) -> float:
+    seconds = parse_duration(value)
+    if not seconds > 0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return seconds
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _arrival(value: Any) -> Arrival:
+    if value not in ARRIVALS:
+        raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}")
+    return cast(Arrival, value)
+
+
+def _token_range(value: Any) -> tuple[int, int]:
+    if isinstance(value, list) and len(value) == 2:
+        return _int(value[0]), _int(value[1])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    raise ValueError(f"expected a token count or [low, high], got {value!r}")
+
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness")
+_WORKLOAD_KEYS = (
+    "seed",
+    "input_tokens",
+    "output_tokens",
+    "timeout",
+    "warmup",
+    "ignore_eos",
+    "phases",
+)
+_OBJECTIVE_KEYS = ("metric", "p", "max", "phase")
+_SERVER_KEYS = ("kind", "url", "model", "api", "options")
+
+
+def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
+    node = context.mapping(value, line, key, _PHASE_KEYS)
+    for required in ("name", "rate", "duration"):
+        if required not in node:
+            raise context.fail(node.line, f"{key}.{required}", "missing")
+    return context.build(
+        node.line,
+        key,
+        lambda: Phase(
+            name=context.field(node, "name", key, _text),
+            rate=context.field(node, "rate", key, _positive),
+            duration_s=context.field(node, "duration", key, _positive_duration),
+            arrival=context.field(node, "arrival", key, _arrival)
+            if "arrival" in node
+            else "poisson",
+            burstiness=context.field(node, "burstiness", key, _number)
+            if "burstiness" in node
+            else 1.0,
+        ),
+    )
+
+
+def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
+    node = context.mapping(value, line, "workload", _WORKLOAD_KEYS)
+    phases_node = node.get("phases")
+    if not isinstance(phases_node, _List) or not phases_node:
+        raise context.fail(
+            node.key_lines.get("phases", node.line),
+            "workload.phases",
+            "expected a non-empty list of phases",
+        )
+    phases = tuple(
+        _parse_phase(context, item, item_line, f"workload.phases[{index}]")
+        for index, (item, item_line) in enumerate(
+            zip(phases_node, phases_node.item_lines, strict=True)
+        )
+    )
+    options: dict[str, Any] = {"phases": phases}
+    parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
+        "seed": ("seed", _int),
+        "input_tokens": ("input_tokens", _token_range),
+        "output_tokens": ("output_tokens", _int),
+        "timeout": ("timeout_s", parse_duration),
+        "warmup": ("warmup_requests", _int),
+        "ignore_eos": ("ignore_eos", _flag),
+    }
+    for name, (attribute, parse) in parsers.items():
+        if name in node:
+            options[attribute] = context.field(node, name, "workload", parse)
+    return context.build(node.line, "workload", lambda: Workload(**options))
+
+
+def _parse_objective(
+    context: _Context, value: Any, line: int, key: str, phases: set[str]
+) -> Objective:
+    node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
+    for required in ("metric", "max"):
+        if required not in node:
+            raise context.fail(node.line, f"{key}.{required}", "missing")
+    metric = context.field(node, "metric", key, _text)
+    limit = context.field(
+        node, "max", key, parse_fraction if metric == "error_rate" else parse_duration
+    )
+    phase = context.field(node, "phase", key, _text) if "phase" in node else None
+    if phase is not None and phase not in phases:
+        raise context.fail(
+            node.key_lines["phase"],
+            f"{key}.phase",
+            f"unknown phase {phase!r}; the workload has: {', '.join(sorted(phases))}",
+        )
+    p = context.field(node, "p", key, _number) if "p" in node else None
+    return context.build(
+        node.line,
+        key,
+        lambda: Objective(metric=metric, max_s=limit, p=p, phase=phase),  # type: ignore[arg-type]
+    )
+
+
+def _parse_objectives(
+    context: _Context, value: Any, line: int, phases: set[str]
+) -> tuple[Objective, ...]:
+    if not isinstance(value, _List):
+        raise context.fail(line, "objectives", "expected a list of objectives")
+    return tuple(
+        _parse_objective(context, item, item_line, f"objectives[{index}]", phases)
+        for index, (item, item_line) in enumerate(zip(value, value.item_lines, strict=True))
+    )
+
+
+def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
+    node = context.mapping(value, line, "server", _SERVER_KEYS)
+    url = context.field(node, "url", "server", _text) if "url" in node else None
+    kind = (
+        context.field(node, "kind", "server", _text)
+        if "kind" in node
+        else ("url" if url else "sim")
+    )
+    if kind not in ("sim", "url", *CONTAINER_KINDS):
+        raise context.fail(
+            node.key_lines.get("kind", node.line),
+            "server.kind",
+            f"unknown kind {kind!r}; one of sim, url, {', '.join(CONTAINER_KINDS)}",
+        )
+    options = node.get("options", {})
+    if not isinstance(options, dict):
+        raise context.fail(node.key_lines["options"], "server.options", "expected a mapping")
+    return context.build(
+        node.line,
+        "server",
+        lambda: ServerSpec(
+            kind=kind,
+            url=url,
+            model=context.field(node, "model", "server", _text) if "model" in node else None,
+            api=context.field(node, "api", "server", _text) if "api" in node else "chat",  # type: ignore[arg-type]
+            options=dict(options),
+        ),
+    )
+
+
+def load_slo_file(path: Path) -> SloSpec:
+    """Parse and validate one spec file; SpecFileError names file, line and key."""
+    context = _Context(path)
+    try:
+        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise context.fail(line, "(yaml)", str(error.problem or error)) from None
+    except yaml.YAMLError as error:
+        raise context.fail(1, "(yaml)", str(error)) from None
+    top = context.mapping(document, 1, "", ("server", "workload", "objectives", "description"))
+    if "workload" not in top:
+        raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
+    workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+    names = {phase.name for phase in workload.phases}
+    objectives = _parse_objectives(
+        context, top.get("objectives", _List()), top.key_lines.get("objectives", top.line), names
+    )
+    server = (
+        _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
+    )
+    return SloSpec(path=path, workload=workload, objectives=objectives, server=server)

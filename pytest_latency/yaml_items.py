@@ -1,0 +1,53 @@
+"""Collection of ``*.slo.yaml`` files: one test per file, run against the session's server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_latency.gate import LatencyObjectiveError, enforce
+from pytest_latency.servers import ServerStartError
+from pytest_latency.session import SESSION_KEY
+from pytest_latency.spec import SpecError
+from pytest_latency.spec_yaml import SloSpec, load_slo_file
+
+SUFFIX = ".slo.yaml"
+
+
+class SloFile(pytest.File):
+    """A spec file; errors in it are collection errors naming file, line and key."""
+
+    def collect(self) -> list[SloItem]:
+        try:
+            spec = load_slo_file(self.path)
+        except SpecError as error:
+            raise self.CollectError(str(error)) from None
+        name = self.path.name.removesuffix(SUFFIX)
+        return [SloItem.from_parent(self, name=name, spec=spec)]
+
+
+class SloItem(pytest.Item):
+    def __init__(self, *, spec: SloSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+
+    def runtest(self) -> None:
+        session = self.config.stash[SESSION_KEY]
+        result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
+        enforce(result, result.evaluate(self.spec.objectives))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, LatencyObjectiveError | ServerStartError | SpecError):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo, style))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"latency spec {self.name}"
+
+
+def collect_file(file_path: Path, parent: pytest.Collector) -> SloFile | None:
+    if file_path.name.endswith(SUFFIX):
+        return SloFile.from_parent(parent, path=file_path)
+    return None

@@ -1,0 +1,90 @@
+"""Confidence bounds and verdicts against known truth."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_latency import quantile_bounds
+from pytest_latency.analysis.percentiles import bound_ranks
+from pytest_latency.analysis.verdict import Verdict, clopper_pearson, decide, samples_needed
+from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.spec import objective
+
+
+def test_small_samples_have_no_upper_bound_never_the_max():
+    lower, upper = quantile_bounds(np.arange(50.0), 0.95, 0.99)
+    assert upper == math.inf and lower > -math.inf
+    assert quantile_bounds([], 0.5) == (-math.inf, math.inf)
+
+
+def test_rank_floor_matches_the_known_sample_sizes():
+    # One-sided 95% (two-sided 90%): the classic n >= 59 for a p95 bound.
+    assert bound_ranks(59, 0.95, 0.90)[1] == 59
+    assert bound_ranks(58, 0.95, 0.90)[1] is None
+    assert samples_needed(0.99, 0.90) == 299
+
+
+def test_bounds_cover_the_true_quantile_at_the_stated_rate():
+    # 2,000 lognormal samples of size 400: the 99% interval must miss the true p95
+    # about 1% of the time. Allow up to 2.5% (binomial sd of a 1% rate over 2,000
+    # trials is 0.22%), and require it to be informative (not always inf).
+    rng = np.random.default_rng(3)
+    true_p95 = math.exp(1.6448536269514722)
+    misses = 0
+    for _ in range(2000):
+        lower, upper = quantile_bounds(rng.lognormal(size=400), 0.95, 0.99)
+        assert math.isfinite(upper)
+        misses += not (lower <= true_p95 <= upper)
+    assert misses / 2000 <= 0.025
+
+
+def test_nan_samples_are_refused():
+    with pytest.raises(ValueError):
+        quantile_bounds([1.0, float("nan")], 0.5)
+
+
+def _records(ttfts):
+    records = []
+    for index, ttft in enumerate(ttfts):
+        record = RequestRecord(id=index, phase="steady", intended_s=0.0, input_tokens=10)
+        if ttft is None:
+            record.status = Status.TIMEOUT
+        else:
+            record.status = Status.OK
+            record.sent_s, record.first_token_s, record.end_s = 0.0, ttft, ttft + 1.0
+        records.append(record)
+    return records
+
+
+def test_verdicts_pass_fail_and_inconclusive():
+    rng = np.random.default_rng(5)
+    fast = _records(list(rng.uniform(0.1, 0.2, size=600)))
+    slow = _records(list(rng.uniform(0.8, 0.9, size=600)))
+    near = _records(list(rng.uniform(0.1, 0.9, size=600)))
+    limit = objective("ttft", p=95, max="500ms")
+    assert decide(limit, fast, 0.99).verdict is Verdict.PASS
+    assert decide(limit, slow, 0.99).verdict is Verdict.FAIL
+    straddle = objective("ttft", p=95, max=f"{0.1 + 0.8 * 0.95:.3f}")
+    assert decide(straddle, near, 0.99).verdict is Verdict.INCONCLUSIVE
+    few = decide(objective("ttft", p=99, max="1s"), fast[:50], 0.99)
+    assert few.verdict is Verdict.INCONCLUSIVE and "too few samples" in few.reason
+
+
+def test_failed_requests_count_against_latency_objectives():
+    # 10% of requests time out: the p95 TTFT is unbounded, so the objective fails.
+    records = _records([0.1] * 540 + [None] * 60)
+    result = decide(objective("ttft", p=95, max="1s"), records, 0.99)
+    assert result.verdict is Verdict.FAIL and result.n == 600
+
+
+def test_error_rate_verdicts_use_exact_binomial_bounds():
+    lower, upper = clopper_pearson(0, 100, 0.99)
+    assert lower == 0.0 and upper == pytest.approx(1 - 0.005 ** (1 / 100))
+    many_errors = _records([0.1] * 900 + [None] * 100)
+    assert decide(objective("error_rate", max="1%"), many_errors, 0.99).verdict is Verdict.FAIL
+    clean = _records([0.1] * 2000)
+    assert decide(objective("error_rate", max="1%"), clean, 0.99).verdict is Verdict.PASS
+    assert decide(objective("error_rate", max="1%"), clean[:100], 0.99).verdict is (
+        Verdict.INCONCLUSIVE
+    )

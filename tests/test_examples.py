@@ -1,0 +1,38 @@
+"""The shipped example against the embedded server: the seed lesson's spike, read from JSON."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+EXAMPLE = Path(__file__).parent.parent / "examples" / "student_assistant.slo.yaml"
+
+
+def test_example_burst_grows_ttft_by_queueing_while_itl_barely_moves(pytester):
+    shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
+    result = pytester.runpytest("--latency-json", "latency.json")
+    result.assert_outcomes(passed=1)
+    (run,) = json.loads((pytester.path / "latency.json").read_text())["runs"]
+    requests = run["requests"]
+    phases = {phase["name"]: phase for phase in run["phases"]}
+    assert len(requests) == phases["steady"]["offered"] + phases["burst"]["offered"]
+    assert all(request["status"] == "ok" for request in requests)
+
+    def per_phase(name, field):
+        return np.array([r[field] for r in requests if r["phase"] == name], dtype=float)
+
+    ttft_growth = np.percentile(per_phase("burst", "ttft_s"), 95) / np.percentile(
+        per_phase("steady", "ttft_s"), 95
+    )
+    itl = {
+        name: np.median(np.concatenate([r["itl_s"] for r in requests if r["phase"] == name]))
+        for name in ("steady", "burst")
+    }
+    # The sim's calibration gives ~0.1 s steady vs ~4 s burst p95 TTFT (40x); 5x leaves
+    # room for a slow machine. Median ITL moves ~5% in the model; 15% is the tolerance.
+    assert ttft_growth > 5.0
+    assert abs(itl["burst"] / itl["steady"] - 1.0) < 0.15
+    # Output really ran to the cap, by the server's own count.
+    assert {r["output_tokens"] for r in requests} == {200}
+    assert {r["output_tokens_source"] for r in requests} == {"usage"}

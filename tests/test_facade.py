@@ -1,0 +1,52 @@
+"""The public facade: a small, stable, importable surface."""
+
+import subprocess
+import sys
+
+import pytest_latency
+
+EXPECTED = {
+    "LatencyInconclusiveWarning",
+    "LatencyObjectiveError",
+    "LatencyResult",
+    "Objective",
+    "ObjectiveResult",
+    "Phase",
+    "RequestRecord",
+    "ServerInfo",
+    "ServerSpec",
+    "SpecError",
+    "Status",
+    "Verdict",
+    "Workload",
+    "__version__",
+    "burst",
+    "objective",
+    "quantile_bounds",
+    "steady",
+}
+
+
+def test_all_is_a_sorted_tuple_of_exactly_the_public_names():
+    assert isinstance(pytest_latency.__all__, tuple)
+    assert set(pytest_latency.__all__) == EXPECTED
+    assert list(pytest_latency.__all__) == sorted(pytest_latency.__all__)
+    for name in pytest_latency.__all__:
+        assert hasattr(pytest_latency, name), name
+
+
+def test_version_matches_the_distribution():
+    from importlib.metadata import version
+
+    assert pytest_latency.__version__ == version("pytest-latency")
+
+
+def test_import_has_no_side_effects():
+    # Importing must not start servers, threads or event loops, nor print anything.
+    code = (
+        "import threading, pytest_latency; "
+        "assert threading.active_count() == 1, threading.enumerate()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "" and done.stderr == ""

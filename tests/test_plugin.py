@@ -1,0 +1,231 @@
+"""The plugin as users meet it: flags, YAML collection, the fixture, JSON, failures."""
+
+import json
+import textwrap
+
+import pytest
+
+# A quick embedded server: same model, steps of ~3 ms so a run takes a few seconds.
+FAST_SIM = (
+    "{kind: sim, options: {decode_base_s: 0.003, decode_per_seq_s: 0.0001,"
+    " prefill_per_token_s: 0.00001}}"
+)
+
+SPEC = f"""\
+server: {FAST_SIM}
+workload:
+  seed: 3
+  input_tokens: [20, 40]
+  output_tokens: 12
+  timeout: 10s
+  phases:
+    - {{name: steady, arrival: poisson, rate: 20, duration: 2s}}
+    - {{name: burst, arrival: constant, rate: 60, duration: 1s}}
+objectives:
+  - {{metric: ttft, p: 50, max: 2s, phase: steady}}
+  - {{metric: error_rate, max: 50%}}
+"""
+
+FLAGS = [
+    "server",
+    "model",
+    "json",
+    "html",
+    "otlp-receiver",
+    "otlp-endpoint",
+    "trace-url",
+    "baseline",
+    "save-baseline",
+    "seed",
+    "image",
+    "gpus",
+    "inconclusive",
+    "record-content",
+]
+
+
+def test_help_lists_every_contract_flag_with_ini_twin(pytester):
+    result = pytester.runpytest("--help")
+    text = result.stdout.str()
+    for flag in FLAGS:
+        assert f"--latency-{flag}" in text, flag
+        assert f"latency_{flag.replace('-', '_')}" in text, flag
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--latency-server", "ftp://x"], "expected sim, an http(s):// URL"),
+        (["--latency-seed", "abc"], "--latency-seed 'abc'"),
+        (["--latency-inconclusive", "maybe"], "expected one of warn, fail, skip"),
+        (["--latency-trace-url", "https://jaeger/trace/"], "must contain {trace_id}"),
+    ],
+)
+def test_bad_flags_are_usage_errors(pytester, args, message):
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str()
+
+
+def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
+    pytester.makefile(".slo.yaml", assistant=SPEC)
+    result = pytester.runpytest("--latency-json", "out/latency.json", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    text = result.stdout.str()
+    assert "latency summary" in text and "from each request's planned send time" in text
+    document = json.loads((pytester.path / "out" / "latency.json").read_text())
+    assert document["schema"] == "pytest-latency/1"
+    (run,) = document["runs"]
+    assert run["test"] == "assistant.slo.yaml::assistant"
+    assert run["server"]["kind"] == "sim" and run["server"]["model"] == "sim-tiny"
+    phases = {phase["name"]: phase for phase in run["phases"]}
+    assert phases["burst"]["offered"] == 60 and phases["burst"]["target_rate"] == 60
+    for phase in phases.values():
+        for key in (
+            "offered",
+            "completed",
+            "failed",
+            "target_rate",
+            "offered_rate",
+            "schedule_lag_p99_s",
+        ):
+            assert key in phase
+    offered = sum(phase["offered"] for phase in phases.values())
+    assert len(run["requests"]) == offered
+    assert sorted(request["id"] for request in run["requests"]) == list(range(offered))
+    request = run["requests"][0]
+    for key in (
+        "id",
+        "trace_id",
+        "phase",
+        "status",
+        "error",
+        "intended_s",
+        "sent_s",
+        "ttft_s",
+        "e2e_s",
+        "itl_s",
+        "tpot_s",
+        "queue_wait_s",
+        "prefill_s",
+        "decode_s",
+        "input_tokens",
+        "output_tokens",
+        "first_token_s",
+        "end_s",
+    ):
+        assert key in request, key
+    assert len(request["trace_id"]) == 32 and int(request["trace_id"], 16) >= 0
+    assert request["status"] == "ok" and request["output_tokens"] == 12
+    assert len(request["itl_s"]) == 11
+    assert [o["metric"] for o in run["objectives"]] == ["ttft", "error_rate"]
+    for objective in run["objectives"]:
+        assert {
+            "metric",
+            "p",
+            "max_s",
+            "phase",
+            "verdict",
+            "estimate_s",
+            "lower_s",
+            "upper_s",
+            "n",
+        } <= objective.keys()
+        assert objective["verdict"] == "pass"
+
+
+def test_spec_errors_are_collection_errors_naming_file_line_and_key(pytester):
+    pytester.makefile(".slo.yaml", broken=SPEC.replace("rate: 60", "rate: lots"))
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*broken.slo.yaml:9: workload.phases[[]1[]].rate: expected a number*"]
+    )
+
+
+def test_failed_objective_shows_estimate_bounds_and_slowest_traces(pytester):
+    pytester.makefile(
+        ".slo.yaml",
+        strict=SPEC.replace("max: 2s, phase: steady", "max: 1ms, phase: steady"),
+    )
+    result = pytester.runpytest("--latency-trace-url", "http://127.0.0.1:16686/trace/{trace_id}")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    assert "FAIL ttft p50 <= 1ms [steady]: estimate" in text
+    assert "bounds" in text and "n=" in text
+    assert text.count("http://127.0.0.1:16686/trace/") >= 5
+
+
+def test_fixture_runs_phases_and_hook_sees_every_run(pytester):
+    pytester.makeconftest(
+        """
+        RUNS = []
+
+        def pytest_latency_run_finished(result):
+            RUNS.append(result.offered)
+
+        def pytest_sessionfinish(session):
+            print("runs seen by hook:", RUNS)
+        """
+    )
+    pytester.makepyfile(
+        textwrap.dedent(
+            f"""
+            import yaml
+            from pytest_latency import Phase, ServerSpec, objective
+
+            SERVER = ServerSpec(**yaml.safe_load({FAST_SIM!r}))
+
+            def test_python_api(latency):
+                result = latency.run(
+                    Phase("steady", rate=10, duration_s=1, arrival="constant"),
+                    input_tokens=(10, 10), output_tokens=5, seed=1, server=SERVER,
+                )
+                assert result.offered == 10
+                assert all(record.ok for record in result.records)
+                assert result.percentile("ttft", 50) < 1.0
+                result.assert_slo(objective("e2e", p=50, max="5s"))
+            """
+        )
+    )
+    result = pytester.runpytest("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*runs seen by hook: [[]10[]]*"])
+
+
+def test_unreachable_server_gives_classified_failures_not_a_hang(pytester):
+    # A port nobody listens on: every request fails fast as connection_error, each with a record.
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pytester.makefile(
+        ".slo.yaml",
+        dead=f"""\
+server: {{url: "http://127.0.0.1:{port}", model: m}}
+workload:
+  output_tokens: 4
+  input_tokens: 5
+  timeout: 2s
+  phases: [{{name: steady, arrival: constant, rate: 10, duration: 1s}}]
+objectives:
+  - {{metric: error_rate, max: 1%}}
+""",
+    )
+    result = pytester.runpytest("--latency-json", "dead.json")
+    result.assert_outcomes(failed=1)
+    run = json.loads((pytester.path / "dead.json").read_text())["runs"][0]
+    assert len(run["requests"]) == 10
+    assert {request["status"] for request in run["requests"]} == {"connection_error"}
+    assert "FAIL error_rate" in result.stdout.str()
+
+
+def test_inconclusive_policy(pytester):
+    # A p99 from ~40 requests cannot be bounded: warn passes, fail fails, skip skips.
+    pytester.makefile(".slo.yaml", few=SPEC.replace("p: 50, max: 2s", "p: 99, max: 2s"))
+    warned = pytester.runpytest("-W", "default")
+    warned.assert_outcomes(passed=1, warnings=1)
+    assert "too few samples for a p99 bound" in warned.stdout.str()
+    pytester.runpytest("--latency-inconclusive", "fail").assert_outcomes(failed=1)
+    pytester.runpytest("--latency-inconclusive", "skip").assert_outcomes(skipped=1)
