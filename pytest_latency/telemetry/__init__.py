@@ -1,0 +1,1 @@
+"""Telemetry: server timings from spans and headers, the OTLP receiver, Prometheus scraping."""

@@ -1,0 +1,235 @@
+"""The HTTP side of the OTLP receiver: framing, decompression, decoding, answers."""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from http.server import BaseHTTPRequestHandler
+from typing import TYPE_CHECKING, Protocol
+
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from pytest_latency.telemetry.otlp_json import OtlpJsonError, loads_request
+
+if TYPE_CHECKING:
+    from pytest_latency.telemetry.receiver import OtlpReceiver
+
+logger = logging.getLogger("pytest_latency.telemetry.receiver")
+
+TRACES_PATH = "/v1/traces"
+_PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
+_JSON_TYPE = "application/json"
+_IDENTITY = frozenset({"", "identity"})
+_GZIP = frozenset({"gzip", "x-gzip"})
+_DEFLATE = "deflate"
+
+
+class _HasReceiver(Protocol):
+    receiver: OtlpReceiver
+
+
+class _Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
+    def readline(self, size: int = ..., /) -> bytes: ...
+
+
+class Rejection(Exception):
+    """A request answered with an error status."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+class OtlpHandler(BaseHTTPRequestHandler):
+    """``POST /v1/traces`` only. HTTP/1.1 with keep-alive; idle connections time out."""
+
+    protocol_version = "HTTP/1.1"
+    timeout = 30.0  # idle keep-alive and slow-body limit, per connection
+    server_version = "pytest-latency-otlp"
+    sys_version = ""
+
+    @property
+    def _receiver(self) -> OtlpReceiver:
+        server: _HasReceiver = self.server  # type: ignore[assignment]
+        return server.receiver
+
+    def do_POST(self) -> None:
+        if self._path() != TRACES_PATH:
+            self._reject(Rejection(404, f"no such path {self._path()!r}"))
+            return
+        try:
+            is_json = _content_kind(self.headers.get("Content-Type"))
+            encoding = _content_encoding(self.headers.get("Content-Encoding"))
+            limit = self._receiver.max_body_bytes
+            body = _decompress(self._read_body(limit), encoding, limit)
+            request = _decode(body, is_json)
+        except Rejection as rejection:
+            self._reject(rejection)
+            return
+        except OSError as exc:  # the client went away or stalled past the timeout
+            logger.debug("OTLP receiver: connection error while reading: %s", exc)
+            self.close_connection = True
+            return
+        try:
+            self._receiver.ingest(request)
+        except Exception:  # a parser bug must not make exporters retry forever
+            logger.exception("OTLP receiver: could not process an export")
+            self._reject(Rejection(400, "could not process the export"))
+            return
+        self._answer_ok(is_json)
+
+    def do_GET(self) -> None:
+        self._not_post()
+
+    def do_PUT(self) -> None:
+        self._not_post()
+
+    def do_DELETE(self) -> None:
+        self._not_post()
+
+    def do_PATCH(self) -> None:
+        self._not_post()
+
+    def log_message(self, format: str, *args: object) -> None:
+        logger.debug("OTLP receiver %s: " + format, self.address_string(), *args)
+
+    def _not_post(self) -> None:
+        if self._path() == TRACES_PATH:
+            self._reject(Rejection(405, f"{self.command} not allowed on {TRACES_PATH}"))
+        else:
+            self._reject(Rejection(404, f"no such path {self._path()!r}"))
+
+    def _path(self) -> str:
+        return self.path.split("?", 1)[0]
+
+    def _read_body(self, limit: int) -> bytes:
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            return read_chunked(self.rfile, limit)
+        length_text = self.headers.get("Content-Length")
+        if length_text is None:
+            raise Rejection(411, "Content-Length required")
+        try:
+            length = int(length_text)
+        except ValueError:
+            raise Rejection(400, f"bad Content-Length {length_text!r}") from None
+        if length < 0:
+            raise Rejection(400, f"bad Content-Length {length_text!r}")
+        if length > limit:
+            raise Rejection(413, f"body of {length} bytes exceeds {limit}")
+        data = self.rfile.read(length)
+        if len(data) != length:
+            raise Rejection(400, "body shorter than Content-Length")
+        return data
+
+    def _reject(self, rejection: Rejection) -> None:
+        self._receiver.record_rejection(rejection.status, rejection.reason)
+        payload = (rejection.reason + "\n").encode("utf-8", "replace")
+        self.close_connection = True  # the body may be unread: do not reuse the stream
+        self._send(rejection.status, "text/plain; charset=utf-8", payload, close=True)
+
+    def _answer_ok(self, is_json: bool) -> None:
+        if is_json:
+            self._send(200, _JSON_TYPE, b"{}")
+        else:
+            body = ExportTraceServiceResponse().SerializeToString()
+            self._send(200, "application/x-protobuf", body)
+
+    def _send(self, status: int, content_type: str, body: bytes, close: bool = False) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            if close:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError as exc:
+            logger.debug("OTLP receiver: could not answer: %s", exc)
+            self.close_connection = True
+
+
+def _content_kind(content_type: str | None) -> bool:
+    """True for OTLP/JSON, False for protobuf; 415 for anything else."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in _PROTOBUF_TYPES:
+        return False
+    if media == _JSON_TYPE:
+        return True
+    raise Rejection(415, f"unsupported Content-Type {content_type!r}")
+
+
+def _content_encoding(value: str | None) -> str:
+    encoding = (value or "").strip().lower()
+    if encoding in _IDENTITY or encoding in _GZIP or encoding == _DEFLATE:
+        return encoding
+    raise Rejection(415, f"unsupported Content-Encoding {value!r}")
+
+
+def _decompress(data: bytes, encoding: str, limit: int) -> bytes:
+    if encoding in _IDENTITY:
+        return data
+    if encoding in _GZIP:
+        return _inflate(data, 16 + zlib.MAX_WBITS, limit)
+    try:
+        return _inflate(data, zlib.MAX_WBITS, limit)  # zlib-wrapped, as HTTP means it
+    except Rejection as first:
+        if first.status != 400:
+            raise
+        return _inflate(data, -zlib.MAX_WBITS, limit)  # raw deflate, as some send it
+
+
+def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise Rejection(400, f"undecodable compressed body: {exc}") from None
+    if len(out) > limit:
+        raise Rejection(413, f"decompressed body exceeds {limit} bytes")
+    if not inflater.eof:
+        raise Rejection(400, "truncated compressed body")
+    return out
+
+
+def _decode(body: bytes, is_json: bool) -> ExportTraceServiceRequest:
+    if is_json:
+        try:
+            return loads_request(body)
+        except OtlpJsonError as exc:
+            raise Rejection(400, str(exc)) from None
+    try:
+        return ExportTraceServiceRequest.FromString(body)
+    except DecodeError as exc:
+        raise Rejection(400, f"undecodable protobuf body: {exc}") from None
+
+
+def read_chunked(rfile: _Readable, limit: int) -> bytes:
+    """A ``Transfer-Encoding: chunked`` body, at most ``limit`` bytes."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        line = rfile.readline(1024)
+        if not line.endswith(b"\n"):
+            raise Rejection(400, "bad chunk header")
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise Rejection(400, "bad chunk size") from None
+        if size == 0:
+            while rfile.readline(8192) not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(parts)
+        total += size
+        if size < 0 or total > limit:
+            raise Rejection(413, f"body exceeds {limit} bytes")
+        chunk = rfile.read(size)
+        if len(chunk) != size:
+            raise Rejection(400, "truncated chunk")
+        rfile.readline(8)  # the CRLF after the chunk
+        parts.append(chunk)

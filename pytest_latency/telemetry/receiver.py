@@ -1,0 +1,275 @@
+"""A small OTLP/HTTP trace receiver: servers export spans here, the run joins them by trace id.
+
+``POST /v1/traces`` with ``application/x-protobuf`` or ``application/json`` (OTLP/JSON,
+hex ids), optionally ``Content-Encoding: gzip`` (or ``deflate``). A good export gets
+``200`` and an empty ``ExportTraceServiceResponse`` in the request's encoding, so the
+exporter does not retry; an undecodable body gets ``400`` (logged, counted); another
+path ``404``; another method on the path ``405``; an unknown content type or encoding
+``415``; a body over the size limit ``413``. Only OTLP/HTTP: a gRPC exporter cannot
+talk to this (see ``docs/tracing.md``).
+
+The receiver keeps only the parsed :class:`ServerTimings` per trace id, never spans,
+in a bounded store. It binds ``127.0.0.1`` unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Collection
+from http.server import ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from pytest_latency.telemetry._http import TRACES_PATH, OtlpHandler
+from pytest_latency.telemetry.spans import parse_export_request
+from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S, TimingStore
+from pytest_latency.telemetry.timings import ServerTimings
+
+__all__ = (
+    "DEFAULT_GRACE_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "TRACES_PATH",
+    "OtlpReceiver",
+    "parse_listen_address",
+)
+
+logger = logging.getLogger(__name__)
+
+#: Default wait for late spans when joining (vLLM exports in batches, seconds late).
+DEFAULT_GRACE_S = 10.0
+#: Largest accepted body, after decompression (the OTLP exporters' own default cap).
+DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+_POLL_S = 0.05
+_LOUD_REJECTIONS = 5  # rejections logged at WARNING; later ones at DEBUG
+
+
+def parse_listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[v6]:PORT``, ``:PORT`` or ``PORT`` to ``(host, port)``.
+
+    An omitted host is ``127.0.0.1``; port ``0`` asks for an ephemeral port.
+    Raises ``ValueError`` with the reason.
+    """
+    value = text.strip()
+    if value.startswith("["):
+        host, sep, port_text = value[1:].partition("]:")
+        if not sep:
+            raise ValueError(f"expected [HOST]:PORT, got {text!r}")
+    elif ":" in value:
+        host, _, port_text = value.rpartition(":")
+        if ":" in host:
+            raise ValueError(f"write an IPv6 host in brackets: [HOST]:PORT, got {text!r}")
+    else:
+        host, port_text = "", value
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"port must be an integer 0-65535, got {text!r}")
+    return host or "127.0.0.1", int(port_text)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], receiver: OtlpReceiver) -> None:
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        self.receiver = receiver
+        self._conns: set[socket.socket] = set()
+        self._conns_lock = threading.Lock()
+        super().__init__(address, OtlpHandler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._conns_lock:
+            self._conns.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._conns_lock:
+            self._conns.discard(request)
+        super().shutdown_request(request)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # connection resets and the like: not worth a traceback on stderr
+        logger.debug("OTLP receiver: error on connection from %s", client_address, exc_info=True)
+
+    def close_connections(self) -> None:
+        """Shut down open (keep-alive) connections so their threads end now."""
+        with self._conns_lock:
+            conns = list(self._conns)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+class OtlpReceiver:
+    """OTLP/HTTP trace receiver in its own thread. Use as a context manager or start/stop.
+
+    >>> with OtlpReceiver() as receiver:                         # doctest: +SKIP
+    ...     server_env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}
+    ...     url = receiver.traces_url                            # http://127.0.0.1:PORT/v1/traces
+    ...     joined = receiver.timings(trace_ids, grace_s=10)
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_traces: int = DEFAULT_MAX_TRACES,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self.max_body_bytes = max_body_bytes
+        self._store = TimingStore(max_traces)
+        self._lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._spans = 0
+        self._ignored = 0
+        self._exports = 0
+        self._rejections: dict[int, int] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> Self:
+        """Bind and serve in a daemon thread. Raises ``OSError`` when the bind fails."""
+        if self._server is not None:
+            raise RuntimeError("OtlpReceiver already started")
+        server = _Server((self._host, self._port), self)
+        self._port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": _POLL_S},
+            name=f"pytest-latency-otlp-{self._port}",
+            daemon=True,
+        )
+        self._thread.start()
+        logger.debug("OTLP receiver listening on %s", self.traces_url)
+        return self
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        """Stop serving, close open connections and the port. Idempotent, bounded."""
+        server, thread = self._server, self._thread
+        self._server = self._thread = None
+        if server is None:
+            return
+        server.shutdown()  # returns within one poll interval
+        server.close_connections()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout_s)
+
+    def __enter__(self) -> Self:
+        """Start unless already started; :meth:`stop` on exit."""
+        return self if self.running else self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._server is not None
+
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def port(self) -> int:
+        """The bound port (the ephemeral one after :meth:`start` when 0 was asked)."""
+        return self._port
+
+    @property
+    def endpoint(self) -> str:
+        """``http://HOST:PORT`` (the OTLP base endpoint)."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def traces_url(self) -> str:
+        """``http://HOST:PORT/v1/traces`` (the full URL an ``http/protobuf`` exporter needs)."""
+        return self.endpoint + TRACES_PATH
+
+    # -- data ------------------------------------------------------------------------
+
+    def ingest(self, request: ExportTraceServiceRequest) -> None:
+        """Parse and store one export request (what ``POST /v1/traces`` does)."""
+        batch = parse_export_request(request)
+        self._store.add(batch.timings.values())
+        with self._lock:
+            self._spans += batch.spans
+            self._ignored += batch.ignored
+            self._exports += 1
+
+    def timings(
+        self,
+        trace_ids: Collection[str],
+        grace_s: float = DEFAULT_GRACE_S,
+        settle_s: float = DEFAULT_SETTLE_S,
+    ) -> dict[str, ServerTimings]:
+        """Timings for ``trace_ids``: waits until all arrived (then ``settle_s`` of quiet
+        for late spans of the same traces) or ``grace_s`` passed; returns what is there."""
+        return self._store.wait_for(trace_ids, grace_s, settle_s)
+
+    def unknown_trace_ids(self, known: Collection[str]) -> int:
+        """Traces received whose id is not in ``known`` (spans from outside the run)."""
+        return self._store.unknown_trace_ids(known)
+
+    def clear(self) -> None:
+        """Forget stored timings (between runs sharing one receiver); counters stay."""
+        self._store.clear()
+
+    # -- counters --------------------------------------------------------------------
+
+    @property
+    def spans_received(self) -> int:
+        with self._lock:
+            return self._spans
+
+    @property
+    def spans_ignored(self) -> int:
+        """Spans that carried no timings we recognise."""
+        with self._lock:
+            return self._ignored
+
+    @property
+    def exports(self) -> int:
+        """Export requests accepted (answered 200)."""
+        with self._lock:
+            return self._exports
+
+    @property
+    def bad_requests(self) -> int:
+        """Requests answered 400/411/413: undecodable, unframed or oversized bodies."""
+        with self._lock:
+            return sum(n for status, n in self._rejections.items() if status in (400, 411, 413))
+
+    @property
+    def rejections(self) -> dict[int, int]:
+        """Every non-200 answer, by status code."""
+        with self._lock:
+            return dict(self._rejections)
+
+    @property
+    def traces_dropped(self) -> int:
+        """New trace ids not stored because the store was full."""
+        return self._store.traces_dropped
+
+    def record_rejection(self, status: int, reason: str) -> None:
+        """Count (and log) one rejected request. Called by the HTTP handler."""
+        with self._lock:
+            self._rejections[status] = self._rejections.get(status, 0) + 1
+            total = sum(self._rejections.values())
+        level = logging.WARNING if total <= _LOUD_REJECTIONS and status != 404 else logging.DEBUG
+        logger.log(level, "OTLP receiver answered %d: %s", status, reason)

@@ -1,0 +1,138 @@
+"""A bounded, thread-safe store of server timings keyed by trace id, with a bounded wait.
+
+Servers batch their spans (vLLM exports seconds after a request ends), so the join
+waits: :meth:`TimingStore.wait_for` returns when every requested trace has arrived and
+none of them changed for ``settle_s`` (late spans of the same trace still merge), or
+when ``grace_s`` has passed, whichever is first. Never longer.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from pytest_latency.telemetry.timings import ServerTimings
+
+__all__ = ("DEFAULT_MAX_TRACES", "DEFAULT_SETTLE_S", "TimingStore")
+
+DEFAULT_MAX_TRACES = 1_000_000
+#: Quiet time after the last requested trace arrived before :meth:`wait_for` returns.
+DEFAULT_SETTLE_S = 0.25
+
+
+@dataclass(slots=True)
+class _Watch:
+    ids: frozenset[str]
+    missing: set[str]
+    last_change: float
+
+
+class TimingStore:
+    """Timings per trace id. Updates merge (first value per field wins).
+
+    At most ``max_traces`` distinct trace ids are kept; spans for further new trace ids
+    are dropped and counted in :attr:`traces_dropped` (updates to kept ids still merge).
+    """
+
+    def __init__(self, max_traces: int = DEFAULT_MAX_TRACES) -> None:
+        if max_traces < 1:
+            raise ValueError("max_traces must be at least 1")
+        self._max_traces = max_traces
+        self._items: dict[str, ServerTimings] = {}
+        self._cond = threading.Condition()
+        self._watches: list[_Watch] = []
+        self._last_add = -math.inf
+        self._dropped = 0
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._items)
+
+    @property
+    def traces_dropped(self) -> int:
+        """Trace ids not stored because the store was full."""
+        with self._cond:
+            return self._dropped
+
+    def add(self, timings: Iterable[ServerTimings]) -> None:
+        """Merge ``timings`` in and wake waiters."""
+        with self._cond:
+            now = time.monotonic()
+            touched: list[str] = []
+            for item in timings:
+                known = self._items.get(item.trace_id)
+                if known is None and len(self._items) >= self._max_traces:
+                    self._dropped += 1
+                    continue
+                self._items[item.trace_id] = item if known is None else known.merged(item)
+                touched.append(item.trace_id)
+            if not touched:
+                return
+            self._last_add = now
+            for watch in self._watches:
+                hits = [tid for tid in touched if tid in watch.ids]
+                if hits:
+                    watch.missing.difference_update(hits)
+                    watch.last_change = now
+            self._cond.notify_all()
+
+    def get(self, trace_id: str) -> ServerTimings | None:
+        """The timings stored for one trace id, if any."""
+        with self._cond:
+            return self._items.get(trace_id)
+
+    def wait_for(
+        self,
+        trace_ids: Collection[str],
+        grace_s: float,
+        settle_s: float = DEFAULT_SETTLE_S,
+    ) -> dict[str, ServerTimings]:
+        """Timings for ``trace_ids`` that arrived within the grace period.
+
+        Returns as soon as all are present and quiet for ``settle_s``; at the latest
+        after ``grace_s`` seconds (measured from the call), with whatever is there.
+        """
+        wanted = frozenset(trace_ids)
+        if not wanted:
+            return {}
+        deadline = time.monotonic() + max(0.0, grace_s)
+        settle = max(0.0, settle_s)
+        with self._cond:
+            watch = _Watch(
+                ids=wanted,
+                missing={tid for tid in wanted if tid not in self._items},
+                last_change=self._last_add,
+            )
+            self._watches.append(watch)
+            try:
+                self._wait(watch, deadline, settle)
+                return {tid: self._items[tid] for tid in wanted if tid in self._items}
+            finally:
+                self._watches.remove(watch)
+
+    def _wait(self, watch: _Watch, deadline: float, settle: float) -> None:
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if watch.missing:
+                wake = deadline
+            else:
+                wake = min(deadline, watch.last_change + settle)
+                if now >= wake:
+                    return
+            self._cond.wait(timeout=wake - now)
+
+    def unknown_trace_ids(self, known: Collection[str]) -> int:
+        """How many stored trace ids are not in ``known`` (spans from outside the run)."""
+        known_set = known if isinstance(known, (set, frozenset)) else set(known)
+        with self._cond:
+            return sum(1 for tid in self._items if tid not in known_set)
+
+    def clear(self) -> None:
+        """Forget every stored trace (counters are kept)."""
+        with self._cond:
+            self._items.clear()
