@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_latency._units import parse_duration
 from pytest_latency.gate import INCONCLUSIVE_POLICIES
 from pytest_latency.servers.base import CONTAINER_KINDS
 from pytest_latency.spec import ServerSpec
+from pytest_latency.telemetry.hub import DEFAULT_METRICS_INTERVAL_S
+from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, parse_listen_address
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,16 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag("html", "write an HTML report to PATH", "PATH"),
     _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
     _Flag("otlp-endpoint", "export client spans to this OTLP/HTTP collector", "URL"),
+    _Flag(
+        "otlp-grace",
+        "how long to wait after a run for batched server spans (default 10s)",
+        "DURATION",
+    ),
+    _Flag(
+        "metrics-interval",
+        "scrape the server's /metrics this often during a run (default 1s; 0 disables)",
+        "DURATION",
+    ),
     _Flag("trace-url", "link template for trace ids in reports, with {trace_id}", "TEMPLATE"),
     _Flag("baseline", "compare against a baseline saved earlier", "PATH"),
     _Flag("save-baseline", "save this session's distributions as a baseline", "PATH"),
@@ -65,6 +78,8 @@ class LatencyOptions:
     html_path: Path | None
     otlp_receiver: str | None
     otlp_endpoint: str | None
+    otlp_grace_s: float
+    metrics_interval_s: float
     trace_url: str | None
     baseline: Path | None
     save_baseline: Path | None
@@ -150,6 +165,9 @@ def read_options(config: pytest.Config) -> LatencyOptions:
             f"--latency-inconclusive {inconclusive!r}: expected one of "
             f"{', '.join(INCONCLUSIVE_POLICIES)}"
         )
+    receiver = text("otlp-receiver")
+    if receiver:
+        _checked("otlp-receiver", receiver, parse_listen_address)
     trace_url = text("trace-url")
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
@@ -159,8 +177,12 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         model=model,
         json_path=path("json"),
         html_path=path("html"),
-        otlp_receiver=text("otlp-receiver"),
+        otlp_receiver=receiver,
         otlp_endpoint=text("otlp-endpoint"),
+        otlp_grace_s=_duration("otlp-grace", text("otlp-grace"), DEFAULT_GRACE_S),
+        metrics_interval_s=_duration(
+            "metrics-interval", text("metrics-interval"), DEFAULT_METRICS_INTERVAL_S
+        ),
         trace_url=trace_url,
         baseline=path("baseline"),
         save_baseline=path("save-baseline"),
@@ -170,6 +192,15 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
     )
+
+
+def _duration(name: str, value: str | None, default: float) -> float:
+    if value is None:
+        return default
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
 
 
 def _parse_seed(value: str) -> int:

@@ -12,6 +12,8 @@ from pytest_latency.analysis.verdict import ObjectiveResult, decide, objective_c
 from pytest_latency.driver.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Objective, SpecError, Workload
+from pytest_latency.telemetry.join import JoinReport
+from pytest_latency.telemetry.prometheus import MetricsSeries
 
 
 @dataclass(slots=True)
@@ -27,6 +29,8 @@ class LatencyResult:
     confidence: float = DEFAULT_CONFIDENCE
     inconclusive_policy: str = "warn"
     trace_url_template: str | None = None
+    server_join: JoinReport | None = None  # how server durations were joined, if at all
+    server_metrics: MetricsSeries | None = None  # /metrics scraped during the run
     objective_results: list[ObjectiveResult] = field(default_factory=list)
 
     @property

@@ -13,6 +13,7 @@ from pytest_latency.driver import Target, run_plan
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo, start_server
 from pytest_latency.spec import ServerSpec, Workload
+from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 from pytest_latency.workload import build_plan
 
 RunListener = Callable[[LatencyResult], None]
@@ -38,6 +39,14 @@ class LatencySession:
         self._on_run = on_run
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
         self._stack = ExitStack()
+        self.telemetry = TelemetryHub(
+            TelemetrySettings(
+                receiver_address=options.otlp_receiver,
+                export_endpoint=options.otlp_endpoint,
+                grace_s=options.otlp_grace_s,
+                metrics_interval_s=options.metrics_interval_s,
+            )
+        )
 
     def resolve(self, spec: ServerSpec | None) -> ServerSpec:
         """A spec file's server, unless ``--latency-server`` was given explicitly."""
@@ -48,6 +57,13 @@ class LatencySession:
 
     def server(self, spec: ServerSpec | None = None) -> ServerInfo:
         resolved = self.resolve(spec)
+        if resolved.kind == "sim" and "otlp_traces_endpoint" not in resolved.options:
+            # The embedded server exports its spans to our receiver, as vLLM would.
+            options = {
+                **resolved.options,
+                "otlp_traces_endpoint": self.telemetry.receiver.traces_url,
+            }
+            resolved = dataclasses.replace(resolved, options=options)
         key = _server_key(resolved)
         if key not in self._servers:
             self._servers[key] = self._stack.enter_context(start_server(resolved))
@@ -67,7 +83,11 @@ class LatencySession:
             api=info.api,  # type: ignore[arg-type]
             extra_body=request_options(workload),
         )
-        outcome = run_plan(plan, target)
+        with self.telemetry.observe(info.url, info.kind) as observation:
+            outcome = run_plan(plan, target, self.telemetry.client_spans)
+            observation.time_zero_ns = outcome.started_ns
+        expect_spans = info.exports_spans or self.options.otlp_receiver is not None
+        joined = self.telemetry.join(outcome.records, expect_spans=expect_spans)
         result = LatencyResult(
             test=test,
             server=info,
@@ -77,6 +97,8 @@ class LatencySession:
             elapsed_s=outcome.elapsed_s,
             inconclusive_policy=self.options.inconclusive,
             trace_url_template=self.options.trace_url,
+            server_join=joined,
+            server_metrics=observation.series,
         )
         self.runs.append(result)
         if self._on_run is not None:
@@ -85,7 +107,10 @@ class LatencySession:
 
     def close(self) -> None:
         self._servers.clear()
-        self._stack.close()
+        try:
+            self._stack.close()
+        finally:
+            self.telemetry.close()
 
 
 SESSION_KEY = pytest.StashKey[LatencySession]()

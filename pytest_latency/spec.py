@@ -13,7 +13,18 @@ from pytest_latency._units import parse_duration, parse_fraction
 
 Arrival = Literal["constant", "poisson", "gamma"]
 Api = Literal["chat", "completions"]
-Metric = Literal["ttft", "itl", "tpot", "e2e", "queue_wait", "prefill", "decode", "error_rate"]
+Metric = Literal[
+    "ttft",
+    "itl",
+    "tpot",
+    "e2e",
+    "queue_wait",
+    "prefill",
+    "decode",
+    "after_queue",
+    "unattributed",
+    "error_rate",
+]
 
 ARRIVALS: tuple[str, ...] = ("constant", "poisson", "gamma")
 APIS: tuple[str, ...] = ("chat", "completions")

@@ -33,6 +33,15 @@ def test_example_burst_grows_ttft_by_queueing_while_itl_barely_moves(pytester):
     # room for a slow machine. Median ITL moves ~5% in the model; 15% is the tolerance.
     assert ttft_growth > 5.0
     assert abs(itl["burst"] / itl["steady"] - 1.0) < 0.15
+    # Driven by queueing: the server's own queue wait explains the growth. Its p95 rises
+    # to seconds in the burst (model: ~4 s) while, per request, the time after the queue
+    # (ttft - queue_wait) stays within a small factor of steady.
+    queue = {name: np.percentile(per_phase(name, "queue_wait_s"), 95) for name in itl}
+    after = {name: np.median(per_phase(name, "after_queue_s")) for name in itl}
+    assert queue["steady"] < 0.3 and queue["burst"] > 1.0
+    assert after["burst"] < 3 * after["steady"] + 0.05
+    # Prometheus saw the queue build up during the burst.
+    assert max(v for v in run["server_metrics"]["waiting"] if v is not None) > 10
     # Output really ran to the cap, by the server's own count.
     assert {r["output_tokens"] for r in requests} == {200}
     assert {r["output_tokens_source"] for r in requests} == {"usage"}

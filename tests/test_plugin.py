@@ -118,6 +118,16 @@ def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
     assert len(request["trace_id"]) == 32 and int(request["trace_id"], 16) >= 0
     assert request["status"] == "ok" and request["output_tokens"] == 12
     assert len(request["itl_s"]) == 11
+    # The embedded server's spans reached the plugin's receiver and joined every request.
+    assert run["server_timings"]["joined"] == offered == run["server_timings"]["requests"]
+    assert all(r["server_source"] == "otlp:vllm" for r in run["requests"])
+    for r in run["requests"]:
+        assert r["queue_wait_s"] >= 0 and r["prefill_s"] > 0 and r["decode_s"] > 0
+        assert r["after_queue_s"] == pytest.approx(r["ttft_s"] - r["queue_wait_s"])
+    assert phases["steady"]["server_attribution"]["joined"] == phases["steady"]["completed"]
+    metrics = run["server_metrics"]
+    assert metrics["kind"] == "sim" and metrics["scrapes"] >= 2
+    assert max(metrics["running"]) >= 1
     assert [o["metric"] for o in run["objectives"]] == ["ttft", "error_rate"]
     for objective in run["objectives"]:
         assert {

@@ -15,7 +15,17 @@ import numpy as np
 
 from pytest_latency.driver.records import RequestRecord
 
-LATENCY_METRICS: tuple[str, ...] = ("ttft", "itl", "tpot", "e2e", "queue_wait", "prefill", "decode")
+LATENCY_METRICS: tuple[str, ...] = (
+    "ttft",
+    "itl",
+    "tpot",
+    "e2e",
+    "queue_wait",
+    "prefill",
+    "decode",
+    "after_queue",
+    "unattributed",
+)
 # Metrics a failed request counts against (as an unbounded value).
 _FAILURE_COUNTS_AGAINST = frozenset({"ttft", "e2e"})
 
@@ -49,6 +59,10 @@ def record_value(record: RequestRecord, metric: str) -> float | None:
         return record.queue_wait_s
     if metric == "prefill":
         return record.prefill_s
+    if metric == "after_queue":
+        return record.after_queue_s
+    if metric == "unattributed":
+        return record.unattributed_s
     return record.decode_s
 
 

@@ -20,8 +20,10 @@ from pytest_latency.driver.client import (
     run_plan,
 )
 from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.driver.tracecontext import ClientSpans
 
 __all__ = (
+    "ClientSpans",
     "DriveResult",
     "RequestRecord",
     "Run",

@@ -22,6 +22,7 @@ from anyio.abc import TaskGroup
 
 from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.request import Sender
+from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
@@ -99,9 +100,10 @@ def make_client() -> httpx.AsyncClient:
 class Run:
     """One drive of a plan. :meth:`result` is complete even if the run was cancelled."""
 
-    def __init__(self, plan: Plan, target: Target) -> None:
+    def __init__(self, plan: Plan, target: Target, spans: ClientSpans | None = None) -> None:
         self.plan = plan
         self.target = target
+        self.spans = spans if spans is not None else ClientSpans()
         ordered = sorted(plan.requests, key=lambda request: request.id)
         self.records = [
             RequestRecord(
@@ -160,6 +162,7 @@ class Run:
             chat=self.target.api == "chat",
             extra_body=self.target.extra_body,
             timeout_s=self.plan.workload.timeout_s,
+            spans=self.spans,
         )
 
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
@@ -214,7 +217,11 @@ class Run:
 
 
 async def drive(
-    plan: Plan, target: Target, *, client: httpx.AsyncClient | None = None
+    plan: Plan,
+    target: Target,
+    *,
+    client: httpx.AsyncClient | None = None,
+    spans: ClientSpans | None = None,
 ) -> DriveResult:
     """Offer ``plan`` to ``target`` open loop; one record per planned request.
 
@@ -222,12 +229,16 @@ async def drive(
     its own (:func:`make_client`). Cancelling the run re-raises after every unfinished
     record was marked ``cancelled``; use :class:`Run` to keep the records then.
     """
-    return await Run(plan, target).drive(client)
+    return await Run(plan, target, spans).drive(client)
 
 
-def run_plan(plan: Plan, target: Target) -> DriveResult:
-    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records."""
-    run = Run(plan, target)
+def run_plan(plan: Plan, target: Target, spans: ClientSpans | None = None) -> DriveResult:
+    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
+
+    ``spans`` carries the client spans (and their exporter); by default spans are made
+    for trace context only and not exported.
+    """
+    run = Run(plan, target, spans)
     try:
         anyio.run(run.drive)
     except KeyboardInterrupt as exc:

@@ -49,6 +49,10 @@ class RequestRecord:
     queue_wait_s: float | None = None
     prefill_s: float | None = None
     decode_s: float | None = None
+    server_source: str | None = None  # where the server durations came from, if anywhere
+    # Raw server reports kept until the telemetry join reads them.
+    server_timing: str | None = None  # the Server-Timing response header
+    stream_timings: dict[str, object] | None = None  # llama.cpp's last-chunk ``timings``
 
     @property
     def ok(self) -> bool:
@@ -65,6 +69,26 @@ class RequestRecord:
     @property
     def e2e_s(self) -> float | None:
         return None if self.end_s is None else self.end_s - self.intended_s
+
+    @property
+    def after_queue_s(self) -> float | None:
+        """TTFT minus the server-reported queue wait, per request (never from percentiles)."""
+        ttft = self.ttft_s
+        if ttft is None or self.queue_wait_s is None:
+            return None
+        return ttft - self.queue_wait_s
+
+    @property
+    def unattributed_s(self) -> float | None:
+        """The part of TTFT the server did not account for (queue wait and prefill).
+
+        Only what the server reported is subtracted: with queue wait alone, the rest of
+        TTFT is unattributed, not "prefill". None when the server reported neither.
+        """
+        ttft = self.ttft_s
+        if ttft is None or (self.queue_wait_s is None and self.prefill_s is None):
+            return None
+        return ttft - (self.queue_wait_s or 0.0) - (self.prefill_s or 0.0)
 
     @property
     def tpot_s(self) -> float | None:

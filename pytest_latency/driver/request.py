@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -43,7 +43,7 @@ import httpx
 from pytest_latency.driver.errors import error_event_text, exception_text, http_error_text
 from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.sse import ErrorEvent, SSEDecoder, StreamError, StreamState
-from pytest_latency.driver.tracecontext import new_traceparent
+from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.workload.plan import PlannedRequest
 
 MAX_ERROR_BODY_BYTES = 4096
@@ -63,7 +63,10 @@ class Sender:
     chat: bool
     extra_body: Mapping[str, object]
     timeout_s: float
+    spans: ClientSpans
     t0_ns: int = 0
+    # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
+    clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
 
     def body(self, request: PlannedRequest) -> bytes:
         body: dict[str, object] = {"model": self.model}
@@ -84,13 +87,15 @@ class Sender:
         Never raises for anything the server or network does; only cancellation of the
         run propagates (the record then stays ``cancelled``).
         """
-        trace_id, traceparent = new_traceparent()
-        record.trace_id = trace_id
-        headers = {**self.headers, "traceparent": traceparent}
+        headers = dict(self.headers)
+        span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
         content = self.body(request)
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
-        with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-            await self._exchange(record, content, headers, request.prompt)
+        try:
+            with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
+                await self._exchange(record, content, headers, request.prompt)
+        finally:
+            finish_span(span, record, self.t0_ns + self.clock_offset_ns)
         if record.status is _UNDECIDED:
             reached = "" if record.first_token_s is None else " (first token was received)"
             record.status = Status.TIMEOUT
@@ -116,6 +121,9 @@ class Sender:
                 "POST", self.url, content=content, headers=headers, extensions={"trace": trace}
             ) as response:
                 record.http_status = response.status_code
+                timing = response.headers.get_list("server-timing")
+                if timing:
+                    record.server_timing = ", ".join(timing)
                 if 200 <= response.status_code < 300:
                     await self._read_stream(response, record, prompt)
                 else:
@@ -166,6 +174,8 @@ class Sender:
             record.first_token_s = (state.first_ns - t0) / 1e9
         if end_ns is not None and record.end_s is None:
             record.end_s = (end_ns - t0) / 1e9
+        if state.timings is not None:
+            record.stream_timings = state.timings
         if state.usage_tokens is not None:
             record.output_tokens, record.output_tokens_source = state.usage_tokens, "usage"
         else:

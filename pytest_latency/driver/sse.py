@@ -107,7 +107,16 @@ class ErrorEvent(StreamError):
 class StreamState:
     """The token timeline of one streamed response (instants in perf_counter ns)."""
 
-    __slots__ = ("chunks", "done", "finished", "first_ns", "gaps", "last_ns", "usage_tokens")
+    __slots__ = (
+        "chunks",
+        "done",
+        "finished",
+        "first_ns",
+        "gaps",
+        "last_ns",
+        "timings",
+        "usage_tokens",
+    )
 
     def __init__(self, gaps: list[float]) -> None:
         self.first_ns: int | None = None
@@ -115,6 +124,7 @@ class StreamState:
         self.gaps = gaps  # seconds between successive content chunks
         self.chunks = 0  # content-bearing chunks
         self.usage_tokens: int | None = None
+        self.timings: dict[str, Any] | None = None  # llama.cpp's per-request ``timings``
         self.finished = False  # a choice reported finish_reason
         self.done = False  # [DONE] received
 
@@ -158,6 +168,9 @@ class StreamState:
                 self.chunks += 1
         elif "error" in chunk or chunk.get("object") == "error":
             raise ErrorEvent(chunk)
+        timings = chunk.get("timings")
+        if timings and isinstance(timings, dict):
+            self.timings = timings
         usage = chunk.get("usage")
         if usage:
             tokens = usage.get("completion_tokens")

@@ -1,26 +1,73 @@
-"""W3C trace context for outgoing requests: one small seam.
+"""Client spans and W3C trace context: one OpenTelemetry CLIENT span per request.
 
-Every request carries a ``traceparent`` header so server spans can be joined to the
-client record by trace id. A later issue replaces this with OpenTelemetry client
-spans; only :func:`new_traceparent` needs to change.
+Every request carries a ``traceparent`` naming its client span, so the server's own
+spans (vLLM, TGI, SGLang, the embedded server) land in the same trace and can be joined
+to the record by trace id. Spans live on a private ``TracerProvider`` (the global one can
+be set only once per process and belongs to the user). Without an exporter spans cost
+only their ids; with ``--latency-otlp-endpoint`` they go to the user's collector.
+
+Span times: the span starts at the request's *planned* send time and ends when its
+response ended, the same boundary as the record's e2e. Monotonic instants are turned into
+epoch nanoseconds with one offset per run, never per request.
 """
 
 from __future__ import annotations
 
-import os
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace import Span, SpanKind, StatusCode, set_span_in_context
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-_ZERO_TRACE = "0" * 32
-_ZERO_SPAN = "0" * 16
+from pytest_latency.driver.records import RequestRecord
+
+_PROPAGATOR = TraceContextTextMapPropagator()
+SPAN_NAME = "pytest_latency.request"
 
 
-def new_traceparent() -> tuple[str, str]:
-    """A fresh random ``(trace_id, traceparent)``; the trace id is 32 lowercase hex digits.
+class ClientSpans:
+    """Starts and ends the client span of every request of a run (or of a session)."""
 
-    The header is ``00-<trace id>-<span id>-01`` (version 00, sampled). All-zero ids are
-    invalid in W3C trace context and are redrawn.
+    def __init__(self, exporter: SpanExporter | None = None) -> None:
+        self._provider = TracerProvider(
+            resource=Resource.create({"service.name": "pytest-latency"})
+        )
+        if exporter is not None:
+            self._provider.add_span_processor(BatchSpanProcessor(exporter))
+        self._tracer = self._provider.get_tracer("pytest_latency.driver")
+
+    def start(self, start_epoch_ns: int, headers: dict[str, str]) -> tuple[Span, str]:
+        """A started span and its trace id (32 hex); ``traceparent`` is added to ``headers``."""
+        span = self._tracer.start_span(SPAN_NAME, kind=SpanKind.CLIENT, start_time=start_epoch_ns)
+        _PROPAGATOR.inject(headers, context=set_span_in_context(span))
+        return span, format(span.get_span_context().trace_id, "032x")
+
+    def shutdown(self) -> None:
+        """Flush spans still batched (bounded by the exporter's own timeout)."""
+        self._provider.shutdown()
+
+
+def finish_span(span: Span, record: RequestRecord, epoch_offset_ns: int) -> None:
+    """Describe the finished request on its span and end it at the request's last instant.
+
+    ``epoch_offset_ns`` turns run-relative seconds into epoch ns: ``offset + s * 1e9``.
     """
-    while True:
-        raw = os.urandom(24).hex()
-        trace_id, span_id = raw[:32], raw[32:]
-        if trace_id != _ZERO_TRACE and span_id != _ZERO_SPAN:
-            return trace_id, f"00-{trace_id}-{span_id}-01"
+    attributes: dict[str, str | int | float] = {
+        "pytest_latency.request.id": record.id,
+        "pytest_latency.phase": record.phase,
+        "pytest_latency.status": record.status.value,
+        "pytest_latency.input_tokens": record.input_tokens,
+    }
+    if record.http_status is not None:
+        attributes["http.response.status_code"] = record.http_status
+    if record.ttft_s is not None:
+        attributes["gen_ai.latency.time_to_first_token"] = record.ttft_s
+    if record.output_tokens is not None:
+        attributes["gen_ai.usage.output_tokens"] = record.output_tokens
+    span.set_attributes(attributes)
+    if record.first_token_s is not None:
+        span.add_event("first_token", timestamp=epoch_offset_ns + round(record.first_token_s * 1e9))
+    if not record.ok:
+        span.set_status(StatusCode.ERROR, record.error or record.status.value)
+    last_s = record.end_s if record.end_s is not None else None
+    span.end(end_time=None if last_s is None else epoch_offset_ns + round(last_s * 1e9))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
 from pytest_latency.driver.records import RequestRecord
@@ -26,7 +27,20 @@ def _number(value: float | None) -> float | None:
     return value
 
 
-def _phase(summary: PhaseSummary) -> dict[str, Any]:
+def _attribution(attribution: Attribution) -> dict[str, Any]:
+    return {
+        "completed": attribution.completed,
+        "joined": attribution.joined,
+        "sources": list(attribution.sources),
+        "ttft_share": {
+            "queue": attribution.queue_share,
+            "prefill": attribution.prefill_share,
+            "unattributed": attribution.unattributed_share,
+        },
+    }
+
+
+def _phase(summary: PhaseSummary, records: Sequence[RequestRecord]) -> dict[str, Any]:
     return {
         "name": summary.name,
         "offered": summary.offered,
@@ -41,6 +55,7 @@ def _phase(summary: PhaseSummary) -> dict[str, Any]:
             metric: {f"p{p:g}": _number(value) for p, value in values.items()}
             for metric, values in summary.percentiles.items()
         },
+        "server_attribution": _attribution(attribute(records)),
     }
 
 
@@ -79,6 +94,9 @@ def request_dict(record: RequestRecord) -> dict[str, Any]:
         "queue_wait_s": record.queue_wait_s,
         "prefill_s": record.prefill_s,
         "decode_s": record.decode_s,
+        "after_queue_s": record.after_queue_s,
+        "unattributed_s": record.unattributed_s,
+        "server_source": record.server_source,
         "input_tokens": record.input_tokens,
         "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source,
@@ -99,8 +117,10 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
-        "phases": [_phase(summary) for summary in run.summaries()],
+        "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
         "objectives": [_objective(result) for result in run.objective_results],
+        "server_timings": run.server_join.to_json() if run.server_join else None,
+        "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
         "requests": [request_dict(record) for record in run.records],
     }
 

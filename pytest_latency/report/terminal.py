@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_latency._units import format_seconds
+from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.result import LatencyResult
@@ -37,14 +38,38 @@ def format_run(run: LatencyResult) -> list[str]:
             )
             row += f"  {values:>26}"
         lines.append(row)
+        lines.append("    " + describe_attribution(attribute(run.phase_records(summary.name))))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
         if failures:
             lines.append(
                 "    failures: " + ", ".join(f"{name}={count}" for name, count in failures.items())
             )
+    lines.extend(_telemetry_lines(run))
     for result in run.objective_results:
         lines.append(
             f"  {result.verdict.value.upper():<12} {result.objective.label}: "
             f"{format_estimate(result)}"
         )
+    return lines
+
+
+def _telemetry_lines(run: LatencyResult) -> list[str]:
+    lines = []
+    join = run.server_join
+    if join is not None and join.receiver is not None:
+        lines.append(
+            f"  server spans at {join.receiver}: {join.joined}/{join.requests} requests joined"
+            f" (waited {join.waited_s:.1f}s; {join.unknown_traces} traces from outside the run)"
+        )
+    series = run.server_metrics
+    if series is not None:
+        waiting = [value for value in series.waiting if value is not None]
+        running = [value for value in series.running if value is not None]
+        if waiting or running:
+            lines.append(
+                f"  server /metrics ({series.kind}, {series.scrapes} scrapes): "
+                f"waiting max {max(waiting, default=0):g}, running max {max(running, default=0):g}"
+            )
+        else:
+            lines.append(f"  server /metrics: no data ({series.last_error or 'not scraped'})")
     return lines

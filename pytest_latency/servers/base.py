@@ -25,3 +25,4 @@ class ServerInfo:
     api: str = "chat"
     details: dict[str, object] = field(default_factory=dict)
     cold_start_s: float | None = None
+    exports_spans: bool = False  # configured to send its spans to the plugin's receiver

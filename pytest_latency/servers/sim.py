@@ -81,6 +81,7 @@ def start(spec: ServerSpec) -> Iterator[ServerInfo]:
             api=spec.api,
             details={"options": dict(spec.options), "pid": process.pid},
             cold_start_s=time.monotonic() - started,
+            exports_spans=bool(spec.options.get("otlp_traces_endpoint")),
         )
     finally:
         _stop(process)

@@ -55,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     logging.basicConfig(stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("pytest_latency.sim").setLevel(args.log_level.upper())
+    if args.log_level != "debug":  # the OTLP exporter's retry chatter: errors only
+        logging.getLogger("opentelemetry").setLevel(logging.ERROR)
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:

@@ -3,7 +3,9 @@
 The gateway validates the request, takes the W3C trace id (or creates one), then
 hands the request to the admission queue. A streaming response starts (headers and,
 for chat, the role chunk) when the request reaches a replica, so a queue timeout
-can still be answered with a proper 503 status.
+can still be answered with a proper 503 status. Responses carry ``Server-Timing``
+(:mod:`.tracing`): the queue wait when a stream starts, queue/prefill/decode when a
+non-streaming response is complete.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from pytest_latency.sim.config import SimConfig
-from pytest_latency.sim.engine import State
+from pytest_latency.sim.engine import ServerTimings, State
 from pytest_latency.sim.live import ABORTED, ADMITTED, EXPIRED, FINISHED, LiveEngine, Ticket
 from pytest_latency.sim.metrics import exposition
 from pytest_latency.sim.protocol import (
@@ -35,6 +37,7 @@ from pytest_latency.sim.protocol import (
     parse_request,
     parse_traceparent,
 )
+from pytest_latency.sim.tracing import RequestTrace, SpanExport, extract_parent, server_timing
 
 RETRY_AFTER_S = 1  # what a 429 tells clients; the queue drains within seconds
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -45,7 +48,9 @@ class SimApp:
 
     def __init__(self, config: SimConfig) -> None:
         self.config = config
-        self.live = LiveEngine(config)
+        endpoint = config.otlp_traces_endpoint
+        self.spans = SpanExport(endpoint, config.model) if endpoint else None
+        self.live = LiveEngine(config, self.spans)
         self.invalid = 0  # requests refused by validation (400/404)
         self._ordinal = 0
         self._created = int(time.time())
@@ -66,7 +71,14 @@ class SimApp:
         try:
             yield
         finally:
-            await self.live.shutdown()
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        """Abort what is in flight, then flush its spans (bounded); idempotent."""
+        await self.live.shutdown()
+        spans, self.spans = self.spans, None
+        if spans is not None:
+            await asyncio.to_thread(spans.shutdown)
 
     async def chat(self, request: Request) -> Response:
         return await self._generate(request, "chat")
@@ -93,7 +105,7 @@ class SimApp:
         return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def _generate(self, request: Request, api: Api) -> Response:
-        trace_id = parse_traceparent(request.headers.get("traceparent")) or new_trace_id()
+        client_trace_id = parse_traceparent(request.headers.get("traceparent"))
         self._ordinal += 1
         try:
             try:
@@ -108,7 +120,9 @@ class SimApp:
             return _error(
                 503, "the server is shutting down", "service_unavailable", "shutting_down"
             )
-        ticket = self.live.submit(gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream)
+        trace = self._trace(request, api, client_trace_id is not None)
+        trace_id = client_trace_id or new_trace_id()
+        ticket = self.live.submit(gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace)
         if ticket.state is State.UNAVAILABLE:
             return _error(503, "no replica is ready yet", "service_unavailable", "not_ready")
         if ticket.state is State.REJECTED:
@@ -116,6 +130,12 @@ class SimApp:
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
             return response
         return await self._respond(request, ticket, gen)
+
+    def _trace(self, request: Request, api: Api, has_parent: bool) -> RequestTrace | None:
+        if self.spans is None:
+            return None
+        parent = extract_parent(request.headers) if has_parent else None
+        return RequestTrace(api, parent, request.headers.get("x-request-id") or None)
 
     async def _respond(self, request: Request, ticket: Ticket, gen: GenRequest) -> Response:
         """Wait in the queue (watching for the client leaving), then answer."""
@@ -126,8 +146,9 @@ class SimApp:
                 disconnect.cancel()  # the streaming response watches from here on
                 encoder = Encoder(gen.api, self.config.model, ticket.sequence.id)
                 stream = self._stream(ticket, gen, encoder)
+                timing = server_timing(ticket.sequence.timings, final=False)
                 return StreamingResponse(
-                    stream, media_type="text/event-stream", headers=_SSE_HEADERS
+                    stream, media_type="text/event-stream", headers=_SSE_HEADERS | timing
                 )
             while event == ADMITTED:
                 event = await _next_event(ticket, disconnect)
@@ -136,13 +157,13 @@ class SimApp:
         if event is None:  # the client went away: nobody reads this response
             self.live.cancel(ticket)
             return Response(status_code=499)
+        timings = ticket.sequence.timings
         if event == FINISHED:
             encoder = Encoder(gen.api, self.config.model, ticket.sequence.id)
             reason = _finish_reason(ticket, gen)
-            return JSONResponse(
-                encoder.completion(gen.prompt_tokens, ticket.sequence.generated, reason)
-            )
-        return _final_error(event)
+            body = encoder.completion(gen.prompt_tokens, ticket.sequence.generated, reason)
+            return JSONResponse(body, headers=server_timing(timings, final=True))
+        return _final_error(event, timings)
 
     async def _stream(
         self, ticket: Ticket, gen: GenRequest, encoder: Encoder
@@ -204,16 +225,21 @@ def _finish_reason(ticket: Ticket, gen: GenRequest) -> str:
     return "length" if ticket.sequence.generated >= gen.max_tokens else "stop"
 
 
-def _final_error(event: int) -> Response:
+def _final_error(event: int, timings: ServerTimings) -> Response:
     if event == EXPIRED:
-        return _error(
+        response = _error(
             503,
             "the request waited longer than the queue timeout",
             "service_unavailable",
             "queue_timeout",
         )
-    assert event == ABORTED, event
-    return _error(503, "the server is shutting down", "service_unavailable", "shutting_down")
+    else:
+        assert event == ABORTED, event
+        response = _error(
+            503, "the server is shutting down", "service_unavailable", "shutting_down"
+        )
+    response.headers.update(server_timing(timings, final=False))  # how long it waited
+    return response
 
 
 def _error(status: int, message: str, kind: str, code: str | None = None) -> JSONResponse:

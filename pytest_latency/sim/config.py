@@ -42,6 +42,9 @@ class SimConfig:
     seed: int = _opt(0, "seed for early-stop lengths (ignore_eos=false) and token words")
     default_max_tokens: int = _opt(16, "output cap when a request sets none")
     max_model_len: int = _opt(8192, "prompt plus output tokens allowed per request")
+    otlp_traces_endpoint: str = _opt(
+        "", "OTLP/HTTP URL (with /v1/traces) for vLLM-style request spans; empty: no export"
+    )
 
     def __post_init__(self) -> None:
         for name in ("replicas", "max_batch", "max_model_len", "default_max_tokens"):
@@ -58,6 +61,11 @@ class SimConfig:
             raise ValueError("SimConfig: decode_base_s + decode_per_seq_s must be > 0")
         if not self.model:
             raise ValueError("SimConfig.model must be a non-empty string")
+        endpoint = self.otlp_traces_endpoint
+        if endpoint and not endpoint.startswith(("http://", "https://")):
+            raise ValueError(
+                f"SimConfig.otlp_traces_endpoint must be an http(s) URL, got {endpoint!r}"
+            )
 
     def step_duration(self, batch_size: int, admitted_prompt_tokens: list[int]) -> float:
         """Seconds one engine step takes: decode for the whole batch plus new prefills."""

@@ -20,6 +20,7 @@ from time import perf_counter
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import Engine, Sequence, ServerTimings, State, Step, StepOutcome
 from pytest_latency.sim.metrics import QUEUE_TIME_BUCKETS, Histogram
+from pytest_latency.sim.tracing import RequestTrace, SpanExport
 
 ADMITTED, FINISHED, EXPIRED, ABORTED = 0, -1, -2, -3
 MAX_LAG_S = 0.25  # beyond this behind plan, re-anchor instead of bursting steps to catch up
@@ -35,6 +36,7 @@ class Ticket:
     stream: bool
     events: asyncio.Queue[int] = field(default_factory=asyncio.Queue)
     timer: asyncio.TimerHandle | None = None
+    trace: RequestTrace | None = None  # set when spans are exported
 
     @property
     def state(self) -> State:
@@ -42,10 +44,15 @@ class Ticket:
 
 
 class LiveEngine:
-    """The engine on the running event loop; all methods must run on that loop."""
+    """The engine on the running event loop; all methods must run on that loop.
 
-    def __init__(self, config: SimConfig) -> None:
+    With ``spans``, every request that ends is handed to it once (its span is built
+    there, off the per-token path).
+    """
+
+    def __init__(self, config: SimConfig, spans: SpanExport | None = None) -> None:
         self.config = config
+        self.spans = spans
         self.engine = Engine(config, start=perf_counter())
         self._tickets: dict[int, Ticket] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -56,15 +63,18 @@ class LiveEngine:
         """Restart the cold-start countdown: the server is starting now."""
         self.engine.ready_at = perf_counter() + self.config.cold_start_s
 
-    def submit(self, prompt_tokens: int, target_tokens: int, trace_id: str, stream: bool) -> Ticket:
+    def submit(
+        self, prompt_tokens: int, target_tokens: int, trace_id: str, stream: bool,
+        trace: RequestTrace | None = None,
+    ) -> Ticket:  # fmt: skip
         now = perf_counter()
         admission = self.engine.submit(now, prompt_tokens, target_tokens, trace_id)
-        ticket = Ticket(admission.sequence, stream)
+        ticket = Ticket(admission.sequence, stream, trace=trace)
         self._notify_final(admission.expired, EXPIRED)
         if ticket.state in (State.QUEUED, State.RUNNING):
             self._tickets[ticket.sequence.id] = ticket
         else:
-            self._log(ticket.sequence.timings)
+            self._ended(ticket.sequence.timings, trace)
         if ticket.state is State.QUEUED:
             loop = asyncio.get_running_loop()
             ticket.timer = loop.call_later(self.config.queue_timeout_s, self._deadline, ticket)
@@ -76,7 +86,7 @@ class LiveEngine:
         """Withdraw a request whose client went away; a no-op once it is final."""
         if self.engine.cancel(ticket.sequence, perf_counter()):
             self._tickets.pop(ticket.sequence.id, None)
-            self._log(ticket.sequence.timings)
+            self._ended(ticket.sequence.timings, ticket.trace)
 
     async def shutdown(self) -> None:
         """Abort everything in flight so open streams end, then stop the replica tasks."""
@@ -142,7 +152,13 @@ class LiveEngine:
                 if ticket.timer is not None:
                     ticket.timer.cancel()
                 ticket.events.put_nowait(event)
-            self._log(seq.timings)
+            self._ended(seq.timings, None if ticket is None else ticket.trace)
+
+    def _ended(self, timings: ServerTimings, trace: RequestTrace | None) -> None:
+        """Once per request, when it reached a final state: log it, export its span."""
+        if self.spans is not None and trace is not None:
+            self.spans.record(timings, trace)
+        self._log(timings)
 
     @staticmethod
     def _log(timings: ServerTimings) -> None:

@@ -73,6 +73,11 @@ def parse_traceparent(header: str | None) -> str | None:
     return trace_id
 
 
+def response_id(api: Api, request_id: int) -> str:
+    """The response's ``id`` (``chatcmpl-simN`` / ``cmpl-simN``), also the span's request id."""
+    return f"{'chatcmpl' if api == 'chat' else 'cmpl'}-sim{request_id}"
+
+
 def new_trace_id() -> str:
     """A fresh trace id for requests that arrive without one (the gateway creates it)."""
     return secrets.token_hex(16)
@@ -188,7 +193,7 @@ class Encoder:
 
     def __init__(self, api: Api, model: str, request_id: int) -> None:
         self.api = api
-        self._id = f"{'chatcmpl' if api == 'chat' else 'cmpl'}-sim{request_id}"
+        self._id = response_id(api, request_id)
         self._word_offset = request_id * 7
         self._created = int(time.time())
         self._model = model

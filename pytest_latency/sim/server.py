@@ -69,6 +69,7 @@ async def serve(app: SimApp, sock: socket.socket, stop: asyncio.Event) -> None:
         await app.live.shutdown()
         server.should_exit = True
     await serving
+    await app.aclose()  # a no-op after uvicorn's lifespan shutdown ran it
 
 
 @dataclass(frozen=True, slots=True)

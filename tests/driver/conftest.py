@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from driver_scripted_server import ScriptedServer
+from scripted_server import ScriptedServer
 
 
 @pytest.fixture

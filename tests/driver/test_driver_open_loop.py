@@ -19,7 +19,7 @@ import time
 
 import anyio
 import numpy as np
-from driver_scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
+from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
 from pytest_latency.driver import Run, Status, Target, run_plan
 
@@ -111,7 +111,7 @@ def test_cancelled_run_still_has_every_record(server: ScriptedServer) -> None:
 INTERRUPTED = """
 import json, sys
 sys.path.insert(0, {here!r})
-from driver_scripted_server import plan_at
+from scripted_server import plan_at
 from pytest_latency.driver import RunInterrupted, Target, run_plan
 try:
     run_plan(plan_at([i * 0.1 for i in range(30)]), Target({url!r}, "slow"))
@@ -122,7 +122,8 @@ except RunInterrupted as exc:
 
 def test_ctrl_c_in_run_plan_raises_with_complete_records(server: ScriptedServer) -> None:
     server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(5.0, DONE))))
-    code = INTERRUPTED.format(here=os.path.dirname(__file__), url=server.url)
+    tests_dir = os.path.dirname(os.path.dirname(__file__))  # where scripted_server.py lives
+    code = INTERRUPTED.format(here=tests_dir, url=server.url)
     child = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
     )

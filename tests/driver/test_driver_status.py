@@ -8,7 +8,7 @@ import time
 
 import anyio
 import pytest
-from driver_scripted_server import (
+from scripted_server import (
     DONE,
     PROMPT,
     Script,
@@ -21,6 +21,7 @@ from driver_scripted_server import (
 
 from pytest_latency.driver import RequestRecord, Status, Target, make_client, run_plan
 from pytest_latency.driver.request import Sender
+from pytest_latency.driver.tracecontext import ClientSpans
 
 FIRST = Step(0.02, chat_chunk("Hello"), "first")
 
@@ -155,6 +156,7 @@ def test_deadline_counts_from_the_planned_send_time(server: ScriptedServer) -> N
                 True,
                 {},
                 0.4,
+                ClientSpans(),
                 t0_ns=time.perf_counter_ns() - 300_000_000,
             )
             started = time.perf_counter()

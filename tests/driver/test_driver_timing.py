@@ -17,7 +17,7 @@ import itertools
 import anyio
 import httpx
 import pytest
-from driver_scripted_server import (
+from scripted_server import (
     DONE,
     PROMPT,
     Script,

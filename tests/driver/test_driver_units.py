@@ -16,7 +16,7 @@ from pytest_latency.driver.errors import (
     http_error_text,
 )
 from pytest_latency.driver.sse import ErrorEvent, MalformedStream, SSEDecoder, StreamState
-from pytest_latency.driver.tracecontext import new_traceparent
+from pytest_latency.driver.tracecontext import ClientSpans
 
 STREAM = (
     b": a comment first\r\n"
@@ -154,10 +154,16 @@ def test_error_texts_are_short_and_never_echo_the_prompt() -> None:
 
 def test_traceparent_format_and_randomness() -> None:
     seen = set()
+    spans = ClientSpans()
     for _ in range(100):
-        trace_id, header = new_traceparent()
+        headers: dict[str, str] = {}
+        span, trace_id = spans.start(0, headers)
+        span.end()
+        header = headers["traceparent"]
         assert re.fullmatch(r"[0-9a-f]{32}", trace_id)
-        assert re.fullmatch(rf"00-{trace_id}-[0-9a-f]{{16}}-01", header)
+        # Flags: sampled (01), plus W3C level 2's random-trace-id bit (02) from the SDK.
+        match = re.fullmatch(rf"00-{trace_id}-[0-9a-f]{{16}}-([0-9a-f]{{2}})", header)
+        assert match and int(match.group(1), 16) & 1
         seen.add(trace_id)
     assert len(seen) == 100
 

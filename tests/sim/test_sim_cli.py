@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pytest_latency.telemetry.receiver import OtlpReceiver
+
 REPO = Path(__file__).resolve().parents[2]
 BANNER = re.compile(r"^pytest-latency sim listening on (http://127\.0\.0\.1:(\d+))\n$")
 
@@ -98,3 +100,33 @@ def test_cli_rejects_invalid_configuration() -> None:
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=20)
     assert done.returncode == 2
     assert "replicas" in done.stderr and done.stdout == ""
+
+
+def test_cli_exports_spans_and_flushes_them_on_sigterm() -> None:
+    """How the plugin wires it: its receiver's URL as ``--otlp-traces-endpoint``."""
+    trace_id = "0af7651916cd43dd8448eb211c80319c"
+    headers = {"traceparent": f"00-{trace_id}-b7ad6b7169203331-01"}
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    with OtlpReceiver() as receiver:
+        command = [sys.executable, "-m", "pytest_latency.sim", "--port", "0",
+                   "--decode-base", "0.002", "--otlp-traces-endpoint",
+                   receiver.traces_url]  # fmt: skip
+        pipe = subprocess.PIPE
+        with subprocess.Popen(command, text=True, env=env, stdout=pipe, stderr=pipe) as proc:
+            try:
+                match = BANNER.match(read_line(proc, timeout_s=20))
+                assert match is not None
+                with httpx.Client(base_url=match.group(1), trust_env=False, timeout=5) as client:
+                    body = {"prompt": "one two", "max_tokens": 3}
+                    response = client.post("/v1/completions", json=body, headers=headers)
+                    assert response.status_code == 200
+                proc.send_signal(signal.SIGTERM)  # at once: the span is still batched
+                assert proc.wait(timeout=10) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait(timeout=10)
+        # Flushed before exit: already there, no waiting for a late batch.
+        joined = receiver.timings([trace_id], grace_s=0.5)
+    assert joined[trace_id].source == "otlp:vllm"
+    assert joined[trace_id].completion_tokens == 3

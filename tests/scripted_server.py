@@ -43,6 +43,7 @@ class Script:
     status: int | None = 200  # None: never answer at all
     content_type: str = "text/event-stream"
     end: End = "eof"  # eof: finish the chunked body; cut: drop the TCP connection; hang
+    headers: tuple[tuple[str, str], ...] = ()  # extra response headers
 
 
 @dataclass
@@ -79,6 +80,7 @@ def chat_chunk(
     *,
     role: str | None = None,
     finish: str | None = None,
+    timings: dict[str, float] | None = None,
     **delta_extra: str,
 ) -> bytes:
     delta: dict[str, str] = dict(delta_extra)
@@ -86,12 +88,13 @@ def chat_chunk(
         delta["role"] = role
     if content is not None:
         delta["content"] = content
-    return sse(
-        {
-            "object": "chat.completion.chunk",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-    )
+    chunk: dict[str, Any] = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+    if timings is not None:
+        chunk["timings"] = timings  # llama.cpp puts these on its last chunk
+    return sse(chunk)
 
 
 def text_chunk(text: str, finish: str | None = None) -> bytes:
@@ -204,9 +207,10 @@ class ScriptedServer:
         if script.status is None:
             await asyncio.Event().wait()  # never answers; cancelled at shutdown
         reason = REASONS.get(script.status or 0, "Status")
+        extra = "".join(f"{name}: {value}\r\n" for name, value in script.headers)
         writer.write(
             f"HTTP/1.1 {script.status} {reason}\r\ncontent-type: {script.content_type}"
-            "\r\ntransfer-encoding: chunked\r\n\r\n".encode()
+            f"\r\ntransfer-encoding: chunked\r\n{extra}\r\n".encode()
         )
         await writer.drain()
         for step in script.steps:

@@ -1,0 +1,108 @@
+"""A session's telemetry: the OTLP receiver, client span export, scraping, and the join."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pytest_latency.driver.records import RequestRecord
+from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.telemetry.join import JoinReport, join_records
+from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper, MetricsSeries
+from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, OtlpReceiver, parse_listen_address
+
+DEFAULT_METRICS_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetrySettings:
+    receiver_address: str | None = None  # HOST:PORT; None = ephemeral 127.0.0.1 port
+    export_endpoint: str | None = None  # OTLP/HTTP collector for client spans
+    grace_s: float = DEFAULT_GRACE_S
+    metrics_interval_s: float = DEFAULT_METRICS_INTERVAL_S  # 0 disables scraping
+
+
+class Observation:
+    """What was scraped during one run; ``series`` is set when the run ends."""
+
+    def __init__(self) -> None:
+        self.series: MetricsSeries | None = None
+        self.time_zero_ns: int | None = None  # the driver's time zero, once known
+
+
+class TelemetryHub:
+    def __init__(self, settings: TelemetrySettings) -> None:
+        self.settings = settings
+        self._receiver: OtlpReceiver | None = None
+        self._spans: ClientSpans | None = None
+
+    @property
+    def receiver(self) -> OtlpReceiver:
+        """The session's span receiver, started on first use."""
+        if self._receiver is None:
+            host, port = ("127.0.0.1", 0)
+            if self.settings.receiver_address:
+                host, port = parse_listen_address(self.settings.receiver_address)
+            self._receiver = OtlpReceiver(host=host, port=port).start()
+        return self._receiver
+
+    @property
+    def client_spans(self) -> ClientSpans:
+        if self._spans is None:
+            exporter = None
+            if self.settings.export_endpoint:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+                    OTLPSpanExporter,
+                )
+
+                exporter = OTLPSpanExporter(endpoint=self.settings.export_endpoint)
+            self._spans = ClientSpans(exporter)
+        return self._spans
+
+    @contextmanager
+    def observe(self, base_url: str, server_kind: str) -> Iterator[Observation]:
+        """Scrape the server's ``/metrics`` while the block runs (if enabled)."""
+        observation = Observation()
+        if self.settings.metrics_interval_s <= 0:
+            yield observation
+            return
+        kind = server_kind if server_kind in KINDS else "auto"
+        scraper = MetricsScraper(
+            f"{base_url}/metrics", kind, self.settings.metrics_interval_s,
+            time_zero_ns=time.perf_counter_ns(),
+        )  # fmt: skip
+        scraper.start()
+        try:
+            yield observation
+        finally:
+            if observation.time_zero_ns is not None:
+                scraper.time_zero_ns = observation.time_zero_ns
+            observation.series = scraper.stop()
+
+    def join(self, records: Sequence[RequestRecord], *, expect_spans: bool) -> JoinReport:
+        """Attach server durations to ``records``; wait for late spans only if expected."""
+        receiver = self._receiver
+        if receiver is None and not expect_spans:
+            return join_records(records, {})
+        receiver = self.receiver
+        wanted = [record.trace_id for record in records if record.ok]
+        started = time.monotonic()
+        grace = self.settings.grace_s if expect_spans else 0.0
+        timings = receiver.timings(wanted, grace_s=grace)
+        waited = time.monotonic() - started
+        unknown = receiver.unknown_trace_ids([record.trace_id for record in records])
+        receiver.clear()
+        return join_records(
+            records, timings, unknown_traces=unknown, waited_s=waited,
+            receiver=receiver.traces_url,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        if self._spans is not None:
+            self._spans.shutdown()
+            self._spans = None
+        if self._receiver is not None:
+            self._receiver.stop()
+            self._receiver = None
