@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_latency._units import parse_duration
+from pytest_latency.analysis.health import DEFAULT_MAX_LAG_P99_S
 from pytest_latency.gate import INCONCLUSIVE_POLICIES
 from pytest_latency.servers.base import CONTAINER_KINDS
 from pytest_latency.spec import ServerSpec
@@ -44,6 +45,9 @@ FLAGS: tuple[_Flag, ...] = (
         "otlp-grace",
         "how long to wait after a run for batched server spans (default 10s)",
         "DURATION",
+    ),
+    _Flag(
+        "max-lag", "a run whose schedule lag p99 exceeds this is invalid (default 50ms)", "DURATION"
     ),
     _Flag(
         "metrics-interval",
@@ -80,6 +84,7 @@ class LatencyOptions:
     otlp_endpoint: str | None
     otlp_grace_s: float
     metrics_interval_s: float
+    max_lag_s: float
     trace_url: str | None
     baseline: Path | None
     save_baseline: Path | None
@@ -180,6 +185,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         otlp_receiver=receiver,
         otlp_endpoint=text("otlp-endpoint"),
         otlp_grace_s=_duration("otlp-grace", text("otlp-grace"), DEFAULT_GRACE_S),
+        max_lag_s=_duration("max-lag", text("max-lag"), DEFAULT_MAX_LAG_P99_S),
         metrics_interval_s=_duration(
             "metrics-interval", text("metrics-interval"), DEFAULT_METRICS_INTERVAL_S
         ),

@@ -21,6 +21,10 @@ class LatencyInconclusiveWarning(UserWarning):
     """An objective could not be decided: too few samples or a bound straddling the limit."""
 
 
+class LatencyRunInvalid(RuntimeError):
+    """The run cannot decide anything: the load generator did not offer the planned load."""
+
+
 class LatencyObjectiveError(AssertionError):
     """One or more latency objectives failed; the message carries the evidence."""
 
@@ -28,6 +32,7 @@ class LatencyObjectiveError(AssertionError):
 def enforce(run: LatencyResult, results: Sequence[ObjectiveResult]) -> None:
     """Raise on failed objectives; warn, fail or skip on inconclusive ones."""
     __tracebackhide__ = True
+    check_valid(run)
     failed = [result for result in results if result.verdict is Verdict.FAIL]
     undecided = [result for result in results if result.verdict is Verdict.INCONCLUSIVE]
     policy = run.inconclusive_policy
@@ -38,16 +43,27 @@ def enforce(run: LatencyResult, results: Sequence[ObjectiveResult]) -> None:
     if undecided and policy == "skip":
         pytest.skip(_message(run, undecided, "latency objectives inconclusive"))
     for result in undecided:
-        records = run.phase_records(result.objective.phase)
+        records = run.scoped(result.objective)
         warnings.warn(
             LatencyInconclusiveWarning(describe(result, records, run.trace_url_template, 0)),
             stacklevel=2,
         )
 
 
+def check_valid(run: LatencyResult) -> None:
+    """Raise LatencyRunInvalid, with the reasons, when the generator fell behind."""
+    __tracebackhide__ = True
+    if run.health is not None and not run.health.valid:
+        raise LatencyRunInvalid(
+            f"latency run invalid ({run.test}): "
+            + "; ".join(run.health.reasons)
+            + ". Lower the rate, use more workers, or run on a quieter machine."
+        )
+
+
 def _message(run: LatencyResult, results: Sequence[ObjectiveResult], headline: str) -> str:
     parts = [f"{headline} ({run.test}, server {run.server.kind} {run.server.url}):"]
     for result in results:
-        records = run.phase_records(result.objective.phase)
+        records = run.scoped(result.objective)
         parts.append(describe(result, records, run.trace_url_template))
     return "\n".join(parts)

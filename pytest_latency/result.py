@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.health import GeneratorHealth
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
-from pytest_latency.analysis.verdict import ObjectiveResult, decide, objective_confidence
+from pytest_latency.analysis.verdict import (
+    ObjectiveResult,
+    Verdict,
+    decide,
+    objective_confidence,
+)
 from pytest_latency.driver.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Objective, SpecError, Workload
@@ -31,6 +39,7 @@ class LatencyResult:
     trace_url_template: str | None = None
     server_join: JoinReport | None = None  # how server durations were joined, if at all
     server_metrics: MetricsSeries | None = None  # /metrics scraped during the run
+    health: GeneratorHealth | None = None  # None: not checked
     objective_results: list[ObjectiveResult] = field(default_factory=list)
 
     @property
@@ -45,6 +54,15 @@ class LatencyResult:
             known = ", ".join(p.name for p in self.workload.phases)
             raise SpecError(f"unknown phase {phase!r}; this run has: {known}")
         return [record for record in self.records if record.phase == phase]
+
+    def scoped(self, objective: Objective) -> list[RequestRecord]:
+        """The requests an objective is about: its phase and token-length cohort."""
+        return [
+            record
+            for record in self.phase_records(objective.phase)
+            if in_range(record.input_tokens, objective.input_tokens)
+            and in_range(output_length(record), objective.output_tokens)
+        ]
 
     def percentile(self, metric: str, p: float, phase: str | None = None) -> float:
         """Point estimate of ``metric`` at percentile ``p`` over completed requests, in s."""
@@ -63,9 +81,14 @@ class LatencyResult:
         """Decide ``objectives`` together (their confidence shared) and keep the results."""
         confidence = objective_confidence(len(objectives), self.confidence)
         results = [
-            decide(objective, self.phase_records(objective.phase), confidence)
-            for objective in objectives
+            decide(objective, self.scoped(objective), confidence) for objective in objectives
         ]
+        if self.health is not None and not self.health.valid:
+            reason = "; ".join(self.health.reasons)
+            results = [
+                dataclasses.replace(result, verdict=Verdict.INVALID, reason=reason)
+                for result in results
+            ]
         self.objective_results.extend(results)
         return results
 

@@ -9,6 +9,7 @@ from contextlib import ExitStack
 import pytest
 
 from pytest_latency._options import LatencyOptions
+from pytest_latency.analysis.health import check_generator
 from pytest_latency.driver import Target, run_plan
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo, start_server
@@ -99,6 +100,7 @@ class LatencySession:
             trace_url_template=self.options.trace_url,
             server_join=joined,
             server_metrics=observation.series,
+            health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
         )
         self.runs.append(result)
         if self._on_run is not None:

@@ -7,7 +7,7 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from pytest_latency._units import parse_duration, parse_fraction
 
@@ -136,41 +136,72 @@ class Workload:
 
 @dataclass(frozen=True, slots=True)
 class Objective:
-    """A latency objective: ``metric`` at percentile ``p`` must be <= ``max_s``.
+    """A latency objective on the requests in its scope.
 
+    Absolute: ``metric`` at percentile ``p`` must be <= ``max_s`` seconds. Relative:
+    ``max_regression`` (a fraction, 0.1 = 10%) against the same test in a baseline.
     For ``error_rate``, ``p`` is unused and ``max_s`` is the largest failed/offered
-    fraction allowed. ``phase`` None means all phases together.
+    fraction allowed. Scope: ``phase`` (None = all phases) and inclusive token ranges
+    ``input_tokens`` / ``output_tokens`` (a cohort).
     """
 
     metric: Metric
-    max_s: float
+    max_s: float | None = None
     p: float | None = None
     phase: str | None = None
+    input_tokens: tuple[int, int] | None = None
+    output_tokens: tuple[int, int] | None = None
+    max_regression: float | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
             raise SpecError(
                 f"objective metric must be one of {', '.join(METRICS)}, got {self.metric!r}"
             )
+        if (self.max_s is None) == (self.max_regression is None):
+            raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
+        for name in ("input_tokens", "output_tokens"):
+            bounds = getattr(self, name)
+            if bounds is not None and not 0 <= bounds[0] <= bounds[1]:
+                raise SpecError(f"objective {self.metric}: {name} must be [low, high], low <= high")
         if self.metric == "error_rate":
-            if self.p is not None:
-                raise SpecError("objective error_rate takes no percentile p")
-            if not 0.0 <= self.max_s <= 1.0:
-                raise SpecError(f"error_rate max must lie in [0%, 100%], got {self.max_s!r}")
+            self._check_error_rate()
         else:
-            if self.p is None or not 0.0 < self.p < 100.0:
-                raise SpecError(
-                    f"objective {self.metric}: p must be a percentile in (0, 100), got {self.p!r}"
-                )
-            if not self.max_s > 0:
-                raise SpecError(f"objective {self.metric}: max must be > 0, got {self.max_s!r}")
+            self._check_latency()
+
+    def _check_error_rate(self) -> None:
+        if self.p is not None:
+            raise SpecError("objective error_rate takes no percentile p")
+        if self.max_s is None or not 0.0 <= self.max_s <= 1.0:
+            raise SpecError(f"error_rate max must lie in [0%, 100%], got {self.max_s!r}")
+
+    def _check_latency(self) -> None:
+        if self.p is None or not 0.0 < self.p < 100.0:
+            raise SpecError(
+                f"objective {self.metric}: p must be a percentile in (0, 100), got {self.p!r}"
+            )
+        if self.max_s is not None and not self.max_s > 0:
+            raise SpecError(f"objective {self.metric}: max must be > 0, got {self.max_s!r}")
+        if self.max_regression is not None and not self.max_regression >= 0:
+            raise SpecError(f"objective {self.metric}: max_regression must be >= 0")
+
+    @property
+    def relative(self) -> bool:
+        return self.max_regression is not None
 
     @property
     def label(self) -> str:
-        scope = f" [{self.phase}]" if self.phase else ""
+        scope = [self.phase] if self.phase else []
+        if self.input_tokens:
+            scope.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
+        if self.output_tokens:
+            scope.append(f"output {self.output_tokens[0]}-{self.output_tokens[1]}")
+        where = f" [{', '.join(scope)}]" if scope else ""
         if self.metric == "error_rate":
-            return f"error_rate <= {self.max_s:.2%}{scope}"
-        return f"{self.metric} p{self.p:g} <= {self.max_s * 1e3:g}ms{scope}"
+            return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
+        if self.max_regression is not None:
+            return f"{self.metric} p{self.p:g} <= baseline +{self.max_regression:.0%}{where}"
+        return f"{self.metric} p{self.p:g} <= {(self.max_s or 0.0) * 1e3:g}ms{where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,15 +224,34 @@ class ServerSpec:
 
 
 def objective(
-    metric: str, *, max: str | float, p: float | None = None, phase: str | None = None
+    metric: str,
+    *,
+    max: str | float | None = None,
+    p: float | None = None,
+    phase: str | None = None,
+    max_regression: str | float | None = None,
+    input_tokens: tuple[int, int] | None = None,
+    output_tokens: tuple[int, int] | None = None,
 ) -> Objective:
     """An objective with human units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
     ``max`` is a duration (``"700ms"``, or seconds as a number) for latency metrics and a
-    percentage (``"1%"``, or a fraction) for ``error_rate``.
+    percentage (``"1%"``, or a fraction) for ``error_rate``; ``max_regression`` is a
+    percentage against the baseline (``"10%"``).
     """
     try:
-        limit = parse_fraction(max) if metric == "error_rate" else parse_duration(max)
+        limit = None
+        if max is not None:
+            limit = parse_fraction(max) if metric == "error_rate" else parse_duration(max)
+        regression = None if max_regression is None else parse_fraction(max_regression)
     except ValueError as error:
-        raise SpecError(f"objective {metric}: max: {error}") from None
-    return Objective(metric=metric, max_s=limit, p=p, phase=phase)  # type: ignore[arg-type]
+        raise SpecError(f"objective {metric}: {error}") from None
+    return Objective(
+        metric=cast(Metric, metric),  # validated in __post_init__
+        max_s=limit,
+        p=p,
+        phase=phase,
+        max_regression=regression,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )

@@ -11,7 +11,16 @@ import yaml
 
 from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.servers.base import CONTAINER_KINDS
-from pytest_latency.spec import ARRIVALS, Arrival, Objective, Phase, ServerSpec, SpecError, Workload
+from pytest_latency.spec import (
+    ARRIVALS,
+    Arrival,
+    Metric,
+    Objective,
+    Phase,
+    ServerSpec,
+    SpecError,
+    Workload,
+)
 
 T = TypeVar("T")
 
@@ -177,7 +186,15 @@ _WORKLOAD_KEYS = (
     "ignore_eos",
     "phases",
 )
-_OBJECTIVE_KEYS = ("metric", "p", "max", "phase")
+_OBJECTIVE_KEYS = (
+    "metric",
+    "p",
+    "max",
+    "max_regression",
+    "phase",
+    "input_tokens",
+    "output_tokens",
+)
 _SERVER_KEYS = ("kind", "url", "model", "api", "options")
 
 
@@ -237,25 +254,35 @@ def _parse_objective(
     context: _Context, value: Any, line: int, key: str, phases: set[str]
 ) -> Objective:
     node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
-    for required in ("metric", "max"):
-        if required not in node:
-            raise context.fail(node.line, f"{key}.{required}", "missing")
+    if "metric" not in node:
+        raise context.fail(node.line, f"{key}.metric", "missing")
+    if ("max" in node) == ("max_regression" in node):
+        raise context.fail(node.line, f"{key}.max", "give exactly one of max or max_regression")
     metric = context.field(node, "metric", key, _text)
-    limit = context.field(
-        node, "max", key, parse_fraction if metric == "error_rate" else parse_duration
-    )
-    phase = context.field(node, "phase", key, _text) if "phase" in node else None
+
+    def optional(name: str, parse: Callable[[Any], T]) -> T | None:
+        return context.field(node, name, key, parse) if name in node else None
+
+    limit = optional("max", parse_fraction if metric == "error_rate" else parse_duration)
+    phase = optional("phase", _text)
     if phase is not None and phase not in phases:
         raise context.fail(
             node.key_lines["phase"],
             f"{key}.phase",
             f"unknown phase {phase!r}; the workload has: {', '.join(sorted(phases))}",
         )
-    p = context.field(node, "p", key, _number) if "p" in node else None
     return context.build(
         node.line,
         key,
-        lambda: Objective(metric=metric, max_s=limit, p=p, phase=phase),  # type: ignore[arg-type]
+        lambda: Objective(
+            metric=cast(Metric, metric),  # validated by Objective
+            max_s=limit,
+            p=optional("p", _number),
+            phase=phase,
+            max_regression=optional("max_regression", parse_fraction),
+            input_tokens=optional("input_tokens", _token_range),
+            output_tokens=optional("output_tokens", _token_range),
+        ),
     )
 
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pytest_latency.gate import LatencyObjectiveError, enforce
+from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid, check_valid, enforce
+from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerStartError
 from pytest_latency.session import SESSION_KEY
 from pytest_latency.spec import SpecError
@@ -32,14 +33,22 @@ class SloItem(pytest.Item):
     def __init__(self, *, spec: SloSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
+        self.result: LatencyResult | None = None
+
+    def setup(self) -> None:
+        # The run happens in setup, so a run that cannot be trusted (server down, generator
+        # behind) is reported as an error, and only a decided objective as a failure.
+        session = self.config.stash[SESSION_KEY]
+        self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
+        check_valid(self.result)
 
     def runtest(self) -> None:
-        session = self.config.stash[SESSION_KEY]
-        result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
-        enforce(result, result.evaluate(self.spec.objectives))
+        assert self.result is not None  # set by setup
+        enforce(self.result, self.result.evaluate(self.spec.objectives))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, LatencyObjectiveError | ServerStartError | SpecError):
+        known = LatencyObjectiveError | LatencyRunInvalid | ServerStartError | SpecError
+        if isinstance(excinfo.value, known):
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style))
 

@@ -9,6 +9,7 @@ EXPECTED = {
     "LatencyInconclusiveWarning",
     "LatencyObjectiveError",
     "LatencyResult",
+    "LatencyRunInvalid",
     "Objective",
     "ObjectiveResult",
     "Phase",

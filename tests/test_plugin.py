@@ -239,3 +239,30 @@ def test_inconclusive_policy(pytester):
     assert "too few samples for a p99 bound" in warned.stdout.str()
     pytester.runpytest("--latency-inconclusive", "fail").assert_outcomes(failed=1)
     pytester.runpytest("--latency-inconclusive", "skip").assert_outcomes(skipped=1)
+
+
+def test_generator_that_cannot_keep_up_makes_the_run_invalid_not_a_pass(pytester):
+    # 4,000 requests in 0.4 s: far beyond what one Python process can launch on time,
+    # so the schedule lag explodes. The objective is generous (it would pass), yet the
+    # run must be an error saying why, and the JSON must say invalid.
+    pytester.makefile(
+        ".slo.yaml",
+        flood=f"""\
+server: {FAST_SIM}
+workload:
+  input_tokens: 5
+  output_tokens: 1
+  timeout: 20s
+  phases: [{{name: flood, arrival: constant, rate: 10000, duration: 0.4s}}]
+objectives:
+  - {{metric: ttft, p: 50, max: 60s}}
+""",
+    )
+    result = pytester.runpytest("--latency-json", "flood.json")
+    result.assert_outcomes(errors=1)
+    text = result.stdout.str()
+    assert "latency run invalid" in text and "schedule lag p99" in text
+    run = json.loads((pytester.path / "flood.json").read_text())["runs"][0]
+    assert run["generator"]["valid"] is False
+    assert run["generator"]["schedule_lag_p99_s"] > 0.05
+    assert len(run["requests"]) == 4000

@@ -26,6 +26,7 @@ class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
+    INVALID = "invalid"  # the run itself cannot be trusted (the generator fell behind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ def decide(
         )
     estimate = percentile(samples, objective.p)
     lower, upper = quantile_bounds(samples, objective.p / 100.0, confidence)
+    assert objective.max_s is not None  # relative objectives are decided against a baseline
     verdict, reason = _classify(lower, upper, objective.max_s, n, objective)
     return ObjectiveResult(objective, verdict, estimate, lower, upper, n, confidence, reason)
 
@@ -108,6 +110,7 @@ def _decide_error_rate(
         )
     lower, upper = clopper_pearson(failed, offered, confidence)
     estimate = failed / offered
+    assert objective.max_s is not None  # validated: error_rate always has a max
     verdict, reason = _classify(lower, upper, objective.max_s, offered, objective)
     if verdict is Verdict.INCONCLUSIVE:
         reason = (

@@ -111,6 +111,7 @@ class Run:
                 phase=request.phase,
                 intended_s=request.intended_s,
                 input_tokens=request.input_tokens,
+                max_tokens=request.output_tokens,
             )
             for request in ordered
         ]

@@ -36,6 +36,7 @@ class RequestRecord:
     phase: str
     intended_s: float
     input_tokens: int
+    max_tokens: int | None = None  # the planned output cap
     trace_id: str = ""
     sent_s: float | None = None
     first_token_s: float | None = None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_latency.analysis.attribution import Attribution, attribute
+from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
 from pytest_latency.driver.records import RequestRecord
@@ -98,6 +99,7 @@ def request_dict(record: RequestRecord) -> dict[str, Any]:
         "unattributed_s": record.unattributed_s,
         "server_source": record.server_source,
         "input_tokens": record.input_tokens,
+        "max_tokens": record.max_tokens,
         "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source,
     }
@@ -116,9 +118,11 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,
+        "generator": run.health.to_json() if run.health else None,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
         "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
         "objectives": [_objective(result) for result in run.objective_results],
+        "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
         "requests": [request_dict(record) for record in run.records],

@@ -1,0 +1,112 @@
+"""Comparable cohorts: requests grouped by phase and by input and output length.
+
+A longer prompt increases prefill work whatever the queue does, and averages over a
+changed mix move for no reason, so results are also reported per cohort. Default
+buckets (tokens): input 1-256, 257-1024, 1025-4096, >4096; output 1-64, 65-256,
+257-1024, >1024. Input is the planned prompt length; output is the server's count
+where the request completed, else the planned cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_latency.analysis.percentiles import percentile
+from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.driver.records import RequestRecord
+
+INPUT_EDGES: tuple[int, ...] = (256, 1024, 4096)
+OUTPUT_EDGES: tuple[int, ...] = (64, 256, 1024)
+
+
+def bucket(value: int | None, edges: Sequence[int]) -> str:
+    """The bucket label of ``value``: ``1-256``, ``257-1024``, ..., ``>4096``."""
+    if value is None:
+        return "unknown"
+    low = 1
+    for edge in edges:
+        if value <= edge:
+            return f"{low}-{edge}"
+        low = edge + 1
+    return f">{edges[-1]}"
+
+
+def output_length(record: RequestRecord) -> int | None:
+    return record.output_tokens if record.ok and record.output_tokens else record.max_tokens
+
+
+def cohort_key(record: RequestRecord) -> str:
+    """``phase|in:257-1024|out:65-256``: the cohort a request belongs to."""
+    return (
+        f"{record.phase}|in:{bucket(record.input_tokens, INPUT_EDGES)}"
+        f"|out:{bucket(output_length(record), OUTPUT_EDGES)}"
+    )
+
+
+def cohort_counts(records: Sequence[RequestRecord]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in records:
+        key = cohort_key(record)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def in_range(value: int | None, bounds: tuple[int, int] | None) -> bool:
+    """Whether ``value`` lies in the inclusive ``bounds`` (no bounds: always)."""
+    if bounds is None:
+        return True
+    return value is not None and bounds[0] <= value <= bounds[1]
+
+
+@dataclass(frozen=True, slots=True)
+class CohortSummary:
+    key: str
+    offered: int
+    completed: int
+    failed: int
+    ttft_p50_s: float
+    ttft_p95_s: float
+    itl_p50_s: float
+    e2e_p95_s: float
+
+    def to_json(self) -> dict[str, object]:
+        phase, input_bucket, output_bucket = self.key.split("|")
+        values = {
+            "ttft_p50_s": self.ttft_p50_s,
+            "ttft_p95_s": self.ttft_p95_s,
+            "itl_p50_s": self.itl_p50_s,
+            "e2e_p95_s": self.e2e_p95_s,
+        }
+        return {
+            "phase": phase,
+            "input_tokens": input_bucket.removeprefix("in:"),
+            "output_tokens": output_bucket.removeprefix("out:"),
+            "offered": self.offered,
+            "completed": self.completed,
+            "failed": self.failed,
+            **{name: (value if value == value else None) for name, value in values.items()},
+        }
+
+
+def summarise_cohorts(records: Sequence[RequestRecord]) -> list[CohortSummary]:
+    """One summary per non-empty cohort, in first-seen order; completed requests only."""
+    groups: dict[str, list[RequestRecord]] = {}
+    for record in records:
+        groups.setdefault(cohort_key(record), []).append(record)
+    summaries = []
+    for key, members in groups.items():
+        ok = [record for record in members if record.ok]
+        summaries.append(
+            CohortSummary(
+                key=key,
+                offered=len(members),
+                completed=len(ok),
+                failed=len(members) - len(ok),
+                ttft_p50_s=percentile(metric_samples(ok, "ttft"), 50),
+                ttft_p95_s=percentile(metric_samples(ok, "ttft"), 95),
+                itl_p50_s=percentile(metric_samples(ok, "itl"), 50),
+                e2e_p95_s=percentile(metric_samples(ok, "e2e"), 95),
+            )
+        )
+    return summaries

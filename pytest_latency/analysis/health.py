@@ -1,0 +1,72 @@
+"""Generator health: was the offered load really offered, on time?
+
+An open-loop test is only as good as its schedule. If the generator fell behind, the
+server saw less (or later) load than planned and its latencies look better than they
+are, so the run is *invalid*: an error with the reason, never a pass or a fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_latency._units import format_seconds
+from pytest_latency.driver.records import RequestRecord
+from pytest_latency.spec import Workload
+
+DEFAULT_MAX_LAG_P99_S = 0.050
+DEFAULT_MAX_SHORTFALL = 0.10  # of a phase's planned requests not sent inside its window
+
+
+@dataclass(frozen=True, slots=True)
+class GeneratorHealth:
+    valid: bool
+    reasons: tuple[str, ...]
+    lag_p99_s: float | None
+    shortfalls: dict[str, float]  # per phase: fraction of planned requests sent late or never
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "valid": self.valid,
+            "reasons": list(self.reasons),
+            "schedule_lag_p99_s": self.lag_p99_s,
+            "shortfall": self.shortfalls,
+        }
+
+
+def check_generator(
+    records: Sequence[RequestRecord],
+    workload: Workload,
+    *,
+    max_lag_p99_s: float = DEFAULT_MAX_LAG_P99_S,
+    max_shortfall: float = DEFAULT_MAX_SHORTFALL,
+) -> GeneratorHealth:
+    """Judge the generator by its own lag and by what it sent inside each phase window."""
+    reasons: list[str] = []
+    lags = np.asarray(
+        [r.sent_s - r.intended_s for r in records if r.sent_s is not None], dtype=np.float64
+    )
+    lag_p99 = float(np.percentile(lags, 99)) if lags.size else None
+    if lag_p99 is not None and lag_p99 > max_lag_p99_s:
+        reasons.append(
+            f"schedule lag p99 {format_seconds(lag_p99)} exceeds {format_seconds(max_lag_p99_s)}: "
+            "the load generator could not keep its schedule"
+        )
+    shortfalls: dict[str, float] = {}
+    for phase in workload.phases:
+        planned = [r for r in records if r.phase == phase.name]
+        if not planned:
+            continue
+        # A send counts for the phase if it left within the window, plus the lag allowance.
+        end_s = workload.phase_start_s(phase.name) + phase.duration_s + max_lag_p99_s
+        on_time = sum(1 for r in planned if r.sent_s is not None and r.sent_s < end_s)
+        shortfall = 1.0 - on_time / len(planned)
+        shortfalls[phase.name] = shortfall
+        if shortfall > max_shortfall:
+            reasons.append(
+                f"phase {phase.name}: {shortfall:.0%} of {len(planned)} planned requests were "
+                f"not sent within the phase (target {phase.rate:g}/s)"
+            )
+    return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls)
