@@ -8,6 +8,7 @@ import pytest
 
 from pytest_latency import hookspecs
 from pytest_latency._options import add_options, read_options
+from pytest_latency.baseline import BaselineError, save_baseline
 from pytest_latency.fixtures import latency  # noqa: F401  (pytest finds fixtures on the plugin)
 from pytest_latency.report.json_report import write_json
 from pytest_latency.report.terminal import format_run
@@ -26,9 +27,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "latency: a latency test (pytest-latency)")
     options = read_options(config)
-    config.stash[SESSION_KEY] = LatencySession(
-        options, on_run=lambda result: config.hook.pytest_latency_run_finished(result=result)
-    )
+    try:
+        session = LatencySession(
+            options, on_run=lambda result: config.hook.pytest_latency_run_finished(result=result)
+        )
+    except BaselineError as error:
+        raise pytest.UsageError(f"--latency-baseline: {error}") from None
+    config.stash[SESSION_KEY] = session
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SloFile | None:
@@ -62,6 +67,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if latency_session.options.json_path is not None:
         write_json(latency_session.options.json_path, latency_session.runs)
+    if latency_session.options.save_baseline is not None and latency_session.runs:
+        save_baseline(latency_session.options.save_baseline, latency_session.runs)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pytest_latency.analysis.cohorts import in_range, output_length
 from pytest_latency.analysis.health import GeneratorHealth
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
+from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
 from pytest_latency.analysis.verdict import (
@@ -40,6 +41,8 @@ class LatencyResult:
     server_join: JoinReport | None = None  # how server durations were joined, if at all
     server_metrics: MetricsSeries | None = None  # /metrics scraped during the run
     health: GeneratorHealth | None = None  # None: not checked
+    # The same test's requests from --latency-baseline, for relative objectives.
+    baseline_records: list[RequestRecord] | None = None
     objective_results: list[ObjectiveResult] = field(default_factory=list)
 
     @property
@@ -80,9 +83,7 @@ class LatencyResult:
     def evaluate(self, objectives: Sequence[Objective]) -> list[ObjectiveResult]:
         """Decide ``objectives`` together (their confidence shared) and keep the results."""
         confidence = objective_confidence(len(objectives), self.confidence)
-        results = [
-            decide(objective, self.scoped(objective), confidence) for objective in objectives
-        ]
+        results = [self._decide(objective, confidence) for objective in objectives]
         if self.health is not None and not self.health.valid:
             reason = "; ".join(self.health.reasons)
             results = [
@@ -91,6 +92,20 @@ class LatencyResult:
             ]
         self.objective_results.extend(results)
         return results
+
+    def _decide(self, objective: Objective, confidence: float) -> ObjectiveResult:
+        if not objective.relative:
+            return decide(objective, self.scoped(objective), confidence)
+        baseline = None
+        if self.baseline_records is not None:
+            baseline = [
+                record
+                for record in self.baseline_records
+                if (objective.phase is None or record.phase == objective.phase)
+                and in_range(record.input_tokens, objective.input_tokens)
+                and in_range(output_length(record), objective.output_tokens)
+            ]
+        return decide_relative(objective, self.scoped(objective), baseline, confidence)
 
     def assert_slo(self, *objectives: Objective) -> list[ObjectiveResult]:
         """Decide ``objectives``; raise AssertionError naming every failed one with evidence.

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_latency._options import LatencyOptions
 from pytest_latency.analysis.health import check_generator
+from pytest_latency.baseline import load_baseline, run_keys
 from pytest_latency.driver import Target, run_plan
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo, start_server
@@ -40,6 +41,7 @@ class LatencySession:
         self._on_run = on_run
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
         self._stack = ExitStack()
+        self.baseline = load_baseline(options.baseline) if options.baseline else None
         self.telemetry = TelemetryHub(
             TelemetrySettings(
                 receiver_address=options.otlp_receiver,
@@ -102,6 +104,10 @@ class LatencySession:
             server_metrics=observation.series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
         )
+        if self.baseline is not None:
+            key = run_keys([*self.runs, result])[-1]
+            if key in self.baseline:
+                result.baseline_records = self.baseline[key].records
         self.runs.append(result)
         if self._on_run is not None:
             self._on_run(result)

@@ -19,6 +19,11 @@ def trace_link(trace_id: str, template: str | None) -> str:
 
 def format_estimate(result: ObjectiveResult) -> str:
     objective = result.objective
+    if objective.relative:
+        return (
+            f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
+            f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, n={result.n})"
+        )
     if objective.metric == "error_rate":
         return (
             f"{result.estimate_s:.2%} failed (bounds {result.lower_s:.2%}..{result.upper_s:.2%}, "

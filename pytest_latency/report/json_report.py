@@ -65,6 +65,12 @@ def _objective(result: ObjectiveResult) -> dict[str, Any]:
         "metric": result.objective.metric,
         "p": result.objective.p,
         "max_s": result.objective.max_s,
+        "max_regression": result.objective.max_regression,
+        "unit": "ratio"
+        if result.objective.relative
+        else ("fraction" if result.objective.metric == "error_rate" else "seconds"),
+        "input_tokens": result.objective.input_tokens,
+        "output_tokens": result.objective.output_tokens,
         "phase": result.objective.phase,
         "verdict": result.verdict.value,
         "estimate_s": _number(result.estimate_s),
@@ -105,16 +111,21 @@ def request_dict(record: RequestRecord) -> dict[str, Any]:
     }
 
 
+def server_identity(run: LatencyResult) -> dict[str, Any]:
+    """What server produced a run: kind, address, model, and details such as version."""
+    return {
+        "kind": run.server.kind,
+        "url": run.server.url,
+        "model": run.server.model,
+        "api": run.server.api,
+        **run.server.details,
+    }
+
+
 def run_dict(run: LatencyResult) -> dict[str, Any]:
     return {
         "test": run.test,
-        "server": {
-            "kind": run.server.kind,
-            "url": run.server.url,
-            "model": run.server.model,
-            "api": run.server.api,
-            **run.server.details,
-        },
+        "server": server_identity(run),
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,

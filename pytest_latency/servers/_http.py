@@ -27,6 +27,21 @@ def wait_healthy(base_url: str, timeout_s: float, describe: str) -> float:
     raise ServerStartError(f"{describe} at {base_url} not healthy after {timeout_s:.0f}s ({last})")
 
 
+def probe_version(base_url: str) -> str | None:
+    """The server's version where it says (vLLM ``/version``, TGI ``/info``); else None."""
+    with httpx.Client(timeout=1.0, trust_env=False) as client:
+        for path in ("/version", "/info"):
+            try:
+                response = client.get(f"{base_url}{path}")
+                if response.status_code == 200:
+                    version = response.json().get("version")
+                    if isinstance(version, str) and version:
+                        return version
+            except (httpx.HTTPError, ValueError, AttributeError):
+                continue
+    return None
+
+
 def discover_model(base_url: str, timeout_s: float = 10.0) -> str:
     """The first model id from ``GET /v1/models``; ServerStartError when unreachable."""
     try:

@@ -62,6 +62,12 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
+def _version() -> str:
+    from importlib.metadata import version
+
+    return f"pytest-latency-sim {version('pytest-latency')}"
+
+
 @contextmanager
 def start(spec: ServerSpec) -> Iterator[ServerInfo]:
     """Run ``python -m pytest_latency.sim`` on an ephemeral loopback port until exit."""
@@ -79,7 +85,10 @@ def start(spec: ServerSpec) -> Iterator[ServerInfo]:
             url=url,
             model=model,
             api=spec.api,
-            details={"options": dict(spec.options), "pid": process.pid},
+            details={
+                "options": {k: v for k, v in spec.options.items() if k != "otlp_traces_endpoint"},
+                "version": _version(),
+            },
             cold_start_s=time.monotonic() - started,
             exports_spans=bool(spec.options.get("otlp_traces_endpoint")),
         )

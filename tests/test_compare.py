@@ -1,0 +1,272 @@
+"""Relative verdicts (candidate vs baseline) on constructed data."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_latency.analysis.compare import (
+    MIX_SHIFT_WARNING,
+    RatioResult,
+    abba_order,
+    abba_pairs,
+    compare_blocks,
+    compare_quantiles,
+    mix_shift,
+    pairs_needed,
+    per_sample_confidence,
+    signed_rank_ranks,
+    walsh_averages,
+)
+from pytest_latency.analysis.percentiles import bound_ranks, quantile_bounds
+from pytest_latency.analysis.verdict import Verdict
+
+
+def _grid(n: int, scale: float = 1.0) -> np.ndarray:
+    """n evenly spread 'latencies' in (0.1, 1.1] s times scale: quantiles known exactly."""
+    return (0.1 + np.arange(1, n + 1) / n) * scale
+
+
+# --- stored baseline: compare_quantiles ---------------------------------------------------
+
+
+def test_identical_samples_pass_when_the_interval_is_tight():
+    base = _grid(5000)
+    result = compare_quantiles(base, base.copy(), 0.5, 0.10)
+    assert result.verdict is Verdict.PASS and result.passed
+    assert result.ratio_estimate == pytest.approx(1.0)
+    assert result.ratio_lower < 1.0 < result.ratio_upper <= 1.10
+    assert (result.n_baseline, result.n_candidate) == (5000, 5000)
+
+
+def test_ratio_bounds_are_the_cross_ratios_of_per_sample_bounds():
+    rng = np.random.default_rng(1)
+    base, cand = rng.lognormal(sigma=0.5, size=800), rng.lognormal(sigma=0.5, size=900)
+    result = compare_quantiles(base, cand, 0.95, 0.10, confidence=0.99)
+    b_lo, b_up = quantile_bounds(base, 0.95, per_sample_confidence(0.99))
+    c_lo, c_up = quantile_bounds(cand, 0.95, per_sample_confidence(0.99))
+    assert per_sample_confidence(0.99) == pytest.approx(0.995)
+    assert result.ratio_lower == pytest.approx(c_lo / b_up)
+    assert result.ratio_upper == pytest.approx(c_up / b_lo)
+
+
+def test_a_clear_regression_fails():
+    result = compare_quantiles(_grid(2000), _grid(2000, 1.5), 0.95, 0.10)
+    assert result.verdict is Verdict.FAIL
+    assert result.ratio_lower > 1.10
+    assert "excess" in result.reason
+
+
+def test_a_small_change_with_few_samples_is_inconclusive_not_a_fail():
+    result = compare_quantiles(_grid(300), _grid(300, 1.15), 0.95, 0.10)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "straddles" in result.reason
+
+
+def test_too_few_samples_for_a_bound_is_inconclusive_and_says_how_many():
+    result = compare_quantiles(_grid(2000), _grid(50), 0.95, 0.10)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.ratio_upper == math.inf
+    assert "too few samples" in result.reason and "117+" in result.reason
+    # 117 is where the per-sample 99.5% interval of a p95 starts to exist.
+    assert bound_ranks(117, 0.95, 0.995)[1] is not None
+    assert bound_ranks(116, 0.95, 0.995)[1] is None
+
+
+def test_a_fail_needs_only_the_candidates_lower_bound():
+    # 50 samples cannot bound a p95 from above, but three times slower is still a fail.
+    result = compare_quantiles(_grid(2000), _grid(50, 3.0), 0.95, 0.10)
+    assert result.verdict is Verdict.FAIL and result.ratio_upper == math.inf
+
+
+def test_no_samples_is_inconclusive():
+    result = compare_quantiles(np.array([]), _grid(500), 0.95, 0.10)
+    assert result.verdict is Verdict.INCONCLUSIVE and "no samples" in result.reason
+
+
+@pytest.mark.parametrize(
+    ("q", "absolute", "stored"),
+    [(0.5, 8, 9), (0.9, 51, 57), (0.95, 104, 117), (0.99, 528, 597), (0.999, 5296, 5989)],
+)
+def test_sample_sizes_quoted_in_the_docs(q: float, absolute: int, stored: int):
+    # Smallest n with both bounds: absolute objectives (two-sided 99%) and each sample of
+    # a stored comparison (two-sided 99.5% per sample, 99% jointly).
+    for n, confidence in ((absolute, 0.99), (stored, per_sample_confidence(0.99))):
+        assert None not in bound_ranks(n, q, confidence)
+        assert None in bound_ranks(n - 1, q, confidence)
+
+
+def test_the_floor_stops_tiny_latencies_from_failing():
+    # 0.3 ms -> 0.4 ms is +33%, far beyond 10%, but only 0.1 ms: never a fail.
+    base, cand = np.full(2000, 0.0003), np.full(2000, 0.0004)
+    result = compare_quantiles(base, cand, 0.95, 0.10)
+    assert result.ratio_lower > 1.3
+    assert result.verdict is Verdict.PASS
+    assert "floor" in result.reason
+    # With the floor lowered below the change, it is a fail.
+    assert compare_quantiles(base, cand, 0.95, 0.10, floor_s=0.00001).verdict is Verdict.FAIL
+
+
+def test_relative_fail_but_excess_within_floor_is_inconclusive_when_not_passable():
+    # Lower ratio 1.15 > 1.1 but only 0.5 ms over, and the upper bound (rank 1927 of
+    # bound_ranks(2000, 0.95, 0.995) = (1872, 1927)) reaches the slow tail.
+    base = np.full(2000, 0.010)
+    cand = np.concatenate([np.full(1880, 0.0115), np.full(120, 0.5)])
+    result = compare_quantiles(base, cand, 0.95, 0.10, floor_s=0.005)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "floor" in result.reason
+
+
+def test_failed_requests_in_the_candidate_are_a_regression():
+    cand = _grid(1000)
+    cand[-200:] = math.inf  # 20% failed: the p95 is unbounded
+    result = compare_quantiles(_grid(1000), cand, 0.95, 0.10)
+    assert result.verdict is Verdict.FAIL
+    assert result.ratio_lower == math.inf
+
+
+def test_failed_requests_in_the_baseline_can_never_make_a_fail():
+    base = _grid(1000)
+    base[-200:] = math.inf
+    cand = _grid(1000)
+    cand[-200:] = math.inf
+    result = compare_quantiles(base, cand, 0.95, 0.10)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert "failed requests" in result.reason
+    # A candidate far slower still cannot fail against a baseline whose bound is inf.
+    assert compare_quantiles(base, _grid(1000, 100.0), 0.95, 0.10).verdict is not Verdict.FAIL
+
+
+def test_failed_baseline_with_a_healthy_candidate_passes():
+    base = _grid(20000)
+    base[-4000:] = math.inf
+    result = compare_quantiles(base, _grid(20000), 0.5, 0.10)
+    # The p50 is unaffected by 20% failures: compare as normal.
+    assert result.verdict is Verdict.PASS
+
+
+def test_invalid_inputs_are_rejected():
+    with pytest.raises(ValueError, match="NaN"):
+        compare_quantiles(np.array([1.0, math.nan]), _grid(10), 0.5, 0.1)
+    with pytest.raises(ValueError, match="negative"):
+        compare_quantiles(np.array([-1.0]), _grid(10), 0.5, 0.1)
+    with pytest.raises(ValueError, match="max_regression"):
+        compare_quantiles(_grid(10), _grid(10), 0.5, -0.1)
+    with pytest.raises(ValueError, match="q must"):
+        compare_quantiles(_grid(10), _grid(10), 1.0, 0.1)
+
+
+def test_ratio_result_is_frozen():
+    result = compare_quantiles(_grid(10), _grid(10), 0.5, 0.1)
+    assert isinstance(result, RatioResult)
+    with pytest.raises(AttributeError):
+        result.verdict = Verdict.PASS  # type: ignore[misc]
+
+
+# --- paired blocks: compare_blocks -------------------------------------------------------
+
+
+def _pairs(ratios: list[float]) -> list[tuple[float, float]]:
+    return [(0.5, 0.5 * ratio) for ratio in ratios]
+
+
+def test_minimum_pairs_at_99_percent_is_8():
+    assert pairs_needed(0.99) == 8
+    assert 2 * 0.5**8 < 0.01 < 2 * 0.5**7
+    assert bound_ranks(8, 0.5, 0.99) == (1, 8)
+    assert bound_ranks(7, 0.5, 0.99) == (None, None)
+    assert signed_rank_ranks(8, 0.99) == (1, 36)
+    assert signed_rank_ranks(7, 0.99) == (None, None)
+    assert pairs_needed(0.95) == 6
+
+
+def test_seven_pairs_are_inconclusive_eight_clear_pairs_decide():
+    result = compare_blocks(_pairs([1.5] * 7), 0.10)
+    assert result.verdict is Verdict.INCONCLUSIVE and "at least 8" in result.reason
+    for method in ("sign", "signed-rank"):
+        assert compare_blocks(_pairs([1.5] * 8), 0.10, method=method).verdict is Verdict.FAIL
+        assert compare_blocks(_pairs([1.02] * 8), 0.10, method=method).verdict is Verdict.PASS
+
+
+def test_sign_test_interval_is_the_order_statistics_of_the_log_ratios():
+    ratios = [0.9, 0.95, 1.0, 1.02, 1.05, 1.08, 1.1, 1.12, 1.2, 1.25, 1.3, 1.35, 1.4, 1.5, 1.6, 2.0]
+    result = compare_blocks(_pairs(ratios), 0.05)
+    assert bound_ranks(16, 0.5, 0.99) == (3, 14)
+    assert result.ratio_lower == pytest.approx(sorted(ratios)[3 - 1])
+    assert result.ratio_upper == pytest.approx(sorted(ratios)[14 - 1])
+    assert result.ratio_estimate == pytest.approx(math.sqrt(1.12 * 1.2))
+    assert result.verdict is Verdict.INCONCLUSIVE and "straddles" in result.reason
+    assert result.n_baseline == result.n_candidate == 16
+
+
+def test_signed_rank_uses_walsh_averages_with_the_exact_critical_value():
+    # n = 16, two-sided 1%: the tabled critical value is T = 19, so ranks 20 and 136 - 19.
+    assert signed_rank_ranks(16, 0.99) == (20, 117)
+    logs = np.log(np.linspace(1.0, 1.5, 16))
+    walsh = walsh_averages(logs)
+    assert walsh.size == 136
+    result = compare_blocks(_pairs(list(np.exp(logs))), 0.10, method="signed-rank")
+    assert result.ratio_lower == pytest.approx(math.exp(walsh[19]))
+    assert result.ratio_upper == pytest.approx(math.exp(walsh[116]))
+    assert result.ratio_estimate == pytest.approx(math.exp(float(np.median(walsh))))
+
+
+def test_blocks_fail_pass_and_straddle():
+    rng = np.random.default_rng(4)
+    slow = list(1.3 * np.exp(rng.normal(0, 0.02, 16)))
+    same = list(np.exp(rng.normal(0, 0.02, 16)))
+    assert compare_blocks(_pairs(slow), 0.10).verdict is Verdict.FAIL
+    assert compare_blocks(_pairs(same), 0.10).verdict is Verdict.PASS
+    noisy = list(1.1 * np.exp(rng.normal(0, 0.3, 16)))
+    assert compare_blocks(_pairs(noisy), 0.10).verdict is Verdict.INCONCLUSIVE
+
+
+def test_infinite_block_statistics():
+    # A candidate block whose statistic is inf (failures) counts as a huge ratio.
+    pairs = [*_pairs([1.5] * 7), (0.5, math.inf)]
+    result = compare_blocks(pairs, 0.10, method="signed-rank")
+    assert result.verdict is Verdict.FAIL and "sign test" in result.reason
+    # Both blocks infinite: no information, the pair is dropped (and said so).
+    dropped = compare_blocks([*_pairs([1.5] * 8), (math.inf, math.inf)], 0.10)
+    assert dropped.verdict is Verdict.FAIL and dropped.n_baseline == 8
+    assert "ignored" in dropped.reason
+    # An infinite baseline block is a huge improvement, never a regression.
+    improved = compare_blocks([*_pairs([1.0] * 7), (math.inf, 0.5)], 0.10)
+    assert improved.verdict is Verdict.PASS and improved.ratio_lower == 0.0
+
+
+def test_block_inputs_are_validated():
+    with pytest.raises(ValueError, match="positive"):
+        compare_blocks([(0.0, 1.0)] * 8, 0.1)
+    with pytest.raises(ValueError, match="method"):
+        compare_blocks(_pairs([1.0] * 8), 0.1, method="t-test")  # type: ignore[arg-type]
+
+
+def test_abba_order():
+    assert abba_order(4) == ["A", "B", "B", "A"]
+    assert " ".join(abba_order(8)) == "A B B A A B B A"
+    for bad in (0, 2, 6, -4):
+        with pytest.raises(ValueError, match="multiple of 4"):
+            abba_order(bad)
+
+
+def test_abba_pairs_put_the_baseline_first():
+    # Blocks A B B A with statistics 1, 2, 3, 4: pairs (A=1, B=2) and (A=4, B=3).
+    assert abba_pairs([1.0, 2.0, 3.0, 4.0]) == [(1.0, 2.0), (4.0, 3.0)]
+    with pytest.raises(ValueError):
+        abba_pairs([1.0, 2.0])
+
+
+# --- mix_shift ---------------------------------------------------------------------------
+
+
+def test_mix_shift_is_total_variation_distance():
+    assert mix_shift({"short": 50, "long": 50}, {"short": 5, "long": 5}) == 0.0
+    assert mix_shift({"short": 10}, {"long": 10}) == 1.0
+    assert mix_shift({"a": 60, "b": 40}, {"a": 40, "b": 60}) == pytest.approx(0.2)
+    assert mix_shift({"a": 90, "b": 10}, {"a": 90, "b": 5, "c": 5}) == pytest.approx(0.05)
+    assert mix_shift({}, {}) == 0.0
+    assert mix_shift({}, {"a": 1}) == 1.0
+    assert 0.0 < MIX_SHIFT_WARNING < 1.0
+    with pytest.raises(ValueError):
+        mix_shift({"a": -1}, {"a": 1})
