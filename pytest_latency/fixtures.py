@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from pytest_latency.paired import PairedComparison, run_paired
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo
 from pytest_latency.session import SESSION_KEY, LatencySession
@@ -41,6 +42,34 @@ class LatencyFixture:
         elif phases or workload_options:
             raise TypeError("pass either phases with options, or a whole workload, not both")
         return self._session.run(workload, test=self._nodeid, server=server)
+
+    def compare(
+        self,
+        *phases: Phase,
+        baseline: ServerSpec,
+        candidate: ServerSpec,
+        blocks: int = 16,
+        workload: Workload | None = None,
+        **workload_options: Any,
+    ) -> PairedComparison:
+        """Run baseline (A) and candidate (B) in interleaved ABBA blocks of the same load.
+
+        ``blocks`` is a multiple of 4; each adjacent A/B pair shares a seed. Decide with
+        ``comparison.assert_no_regression("ttft", p=95, max_regression="10%")``. The sign
+        test needs 8 pairs (16 blocks) to decide at 99%; 24+ pairs give it the power to
+        catch a 30% regression reliably (docs/statistics.md).
+        """
+        if workload is None:
+            workload = Workload(phases=tuple(phases), **workload_options)
+        elif phases or workload_options:
+            raise TypeError("pass either phases with options, or a whole workload, not both")
+
+        def run_block(block: Workload, server: ServerSpec, name: str) -> LatencyResult:
+            return self._session.run(block, test=name, server=server)
+
+        return run_paired(
+            workload, baseline, candidate, blocks=blocks, test=self._nodeid, run_block=run_block
+        )
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_latency.analysis.diagnosis import CAVEAT, format_findings
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.report.evidence import describe
 
@@ -66,4 +67,8 @@ def _message(run: LatencyResult, results: Sequence[ObjectiveResult], headline: s
     for result in results:
         records = run.scoped(result.objective)
         parts.append(describe(result, records, run.trace_url_template))
+    findings = run.diagnosis()
+    if findings:
+        parts.append("diagnosis (" + CAVEAT + "):")
+        parts.extend(f"    {line}" for line in format_findings(findings))
     return "\n".join(parts)

@@ -34,6 +34,20 @@ def pytest_configure(config: pytest.Config) -> None:
     except BaselineError as error:
         raise pytest.UsageError(f"--latency-baseline: {error}") from None
     config.stash[SESSION_KEY] = session
+    for flag, given in (
+        ("--latency-html", options.html_path),
+        ("--latency-image", options.image),
+        ("--latency-gpus", options.gpus),
+        ("--latency-record-content", options.record_content),
+    ):
+        if given:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(
+                    f"{flag} is part of the contract but not implemented in this version; "
+                    "it has no effect"
+                ),
+                stacklevel=2,
+            )
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SloFile | None:

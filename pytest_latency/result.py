@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.relative import decide_relative
@@ -79,6 +80,10 @@ class LatencyResult:
             )
             for phase in self.workload.phases
         ]
+
+    def diagnosis(self) -> list[Finding]:
+        """Bottleneck hypotheses with their evidence and the check to run next."""
+        return diagnose(self.records, self.workload, self.server_metrics)
 
     def evaluate(self, objectives: Sequence[Objective]) -> list[ObjectiveResult]:
         """Decide ``objectives`` together (their confidence shared) and keep the results."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.cohorts import summarise_cohorts
+from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
 from pytest_latency.driver.records import RequestRecord
@@ -133,6 +134,7 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
         "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
         "objectives": [_objective(result) for result in run.objective_results],
+        "diagnosis": findings_to_json(run.diagnosis()),
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pytest_latency._units import format_seconds
 from pytest_latency.analysis.attribution import attribute, describe_attribution
+from pytest_latency.analysis.diagnosis import format_findings
 from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.result import LatencyResult
@@ -45,6 +46,9 @@ def format_run(run: LatencyResult) -> list[str]:
                 "    failures: " + ", ".join(f"{name}={count}" for name, count in failures.items())
             )
     lines.extend(_telemetry_lines(run))
+    if run.health is not None and not run.health.valid:
+        lines.extend(f"  INVALID RUN: {reason}" for reason in run.health.reasons)
+    lines.extend(f"  diagnosis: {line}" for line in format_findings(run.diagnosis()))
     for result in run.objective_results:
         lines.append(
             f"  {result.verdict.value.upper():<12} {result.objective.label}: "
