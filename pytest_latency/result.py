@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
@@ -61,6 +62,8 @@ class LatencyResult:
 
     def scoped(self, objective: Objective) -> list[RequestRecord]:
         """The requests an objective is about: its phase and token-length cohort."""
+        if objective.input_tokens is None and objective.output_tokens is None:
+            return self.phase_records(objective.phase)
         return [
             record
             for record in self.phase_records(objective.phase)
@@ -74,10 +77,9 @@ class LatencyResult:
         return percentile(metric_samples(ok, metric), p)
 
     def summaries(self) -> list[PhaseSummary]:
+        columns = Columns.from_records(self.records)
         return [
-            summarise_phase(
-                phase, self.workload.phase_start_s(phase.name), self.phase_records(phase.name)
-            )
+            summarise_phase(phase, self.workload.phase_start_s(phase.name), columns)
             for phase in self.workload.phases
         ]
 

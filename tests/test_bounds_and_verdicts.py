@@ -88,3 +88,15 @@ def test_error_rate_verdicts_use_exact_binomial_bounds():
     assert decide(objective("error_rate", max="1%"), clean[:100], 0.99).verdict is (
         Verdict.INCONCLUSIVE
     )
+
+
+def test_percentiles_match_numpys_linear_definition():
+    from pytest_latency.analysis.percentiles import percentiles
+
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = rng.lognormal(size=n)
+        points = [0.01, 1, 50, 95, 99, 99.9, 100]
+        assert np.allclose(percentiles(values, points), np.percentile(values, points), rtol=1e-12)
+    assert percentiles([1.0, math.inf, math.inf], [50, 99]) == [math.inf, math.inf]
+    assert math.isnan(percentiles([], [50])[0])

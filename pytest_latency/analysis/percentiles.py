@@ -18,13 +18,32 @@ DEFAULT_CONFIDENCE = 0.99
 
 def percentile(samples: Sequence[float] | np.ndarray, p: float) -> float:
     """The p-th percentile (0-100) by linear interpolation, NaN for no samples."""
+    return percentiles(samples, (p,))[0]
+
+
+def percentiles(samples: Sequence[float] | np.ndarray, ps: Sequence[float]) -> list[float]:
+    """Several percentiles (0-100) of one sample, numpy's default (linear) definition.
+
+    One O(n) partition at the needed order statistics instead of a sort: a run's pooled
+    inter-token gaps can be tens of millions of values.
+    """
     values = np.asarray(samples, dtype=np.float64)
-    if values.size == 0:
-        return math.nan
-    # Failed requests enter some samples as inf; interpolating inf - inf would give NaN.
-    with np.errstate(invalid="ignore"):
-        result = float(np.percentile(values, p))
-    return math.inf if math.isnan(result) else result
+    n = int(values.size)
+    if n == 0:
+        return [math.nan] * len(ps)
+    positions = [(n - 1) * p / 100.0 for p in ps]
+    below = [math.floor(position) for position in positions]
+    ranks = sorted({*below, *(min(rank + 1, n - 1) for rank in below)})
+    ordered = np.partition(values, ranks)
+    results = []
+    for position, low in zip(positions, below, strict=True):
+        lower = float(ordered[low])
+        upper = float(ordered[min(low + 1, n - 1)])
+        fraction = position - low
+        # Failed requests enter some samples as inf: inf - inf would give NaN.
+        same = upper == lower or fraction == 0
+        results.append(lower if same else lower + (upper - lower) * fraction)
+    return results
 
 
 def bound_ranks(n: int, q: float, confidence: float) -> tuple[int | None, int | None]:
@@ -67,10 +86,13 @@ def quantile_bounds(
     confidence c needs n >= log(1 - c) / log(q) samples: a p95 upper bound at 95% needs
     59, a p99 needs 299, a p99.9 needs 2995.
     """
-    values = np.sort(np.asarray(samples, dtype=np.float64))
+    values = np.asarray(samples, dtype=np.float64)
     if values.size and np.isnan(values).any():
         raise ValueError("samples contain NaN")
     lower_rank, upper_rank = bound_ranks(int(values.size), q, confidence)
-    lower = -math.inf if lower_rank is None else float(values[lower_rank - 1])
-    upper = math.inf if upper_rank is None else float(values[upper_rank - 1])
+    ranks = [rank - 1 for rank in (lower_rank, upper_rank) if rank is not None]
+    # Only two order statistics are needed: a partition is O(n), a sort O(n log n).
+    ordered = np.partition(values, ranks) if ranks else values
+    lower = -math.inf if lower_rank is None else float(ordered[lower_rank - 1])
+    upper = math.inf if upper_rank is None else float(ordered[upper_rank - 1])
     return lower, upper

@@ -6,14 +6,12 @@ lag and server stalls are both included), to the first content token / last byte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from pytest_latency.analysis.percentiles import percentile
-from pytest_latency.analysis.samples import metric_samples
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.analysis.columns import Columns
+from pytest_latency.analysis.percentiles import percentile, percentiles
 from pytest_latency.spec import Phase
 
 SUMMARY_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
@@ -37,37 +35,41 @@ class PhaseSummary:
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
 
 
-def summarise_phase(phase: Phase, start_s: float, records: Sequence[RequestRecord]) -> PhaseSummary:
-    """Summarise the records of one phase that started at ``start_s`` (run-relative)."""
-    completed = sum(1 for record in records if record.ok)
-    statuses: dict[str, int] = {}
-    for record in records:
-        statuses[record.status.value] = statuses.get(record.status.value, 0) + 1
-    lags = np.asarray(
-        [record.sent_s - record.intended_s for record in records if record.sent_s is not None],
-        dtype=np.float64,
-    )
+def summarise_phase(phase: Phase, start_s: float, columns: Columns) -> PhaseSummary:
+    """Summarise one phase (run-relative start ``start_s``) from the run's columns."""
+    mask = columns.in_phase(phase.name)
+    offered = int(mask.sum())
+    completed = int((mask & columns.ok).sum())
+    sent = columns.sent[mask]
+    sent = sent[~np.isnan(sent)]
+    lags = sent - columns.intended[mask][~np.isnan(columns.sent[mask])]
     # Offered rate counts what actually went out inside the phase window: a generator
     # that fell behind pushes sends past the window and shows a shortfall here.
     end_s = start_s + phase.duration_s
-    sent_in_window = sum(
-        1 for record in records if record.sent_s is not None and start_s <= record.sent_s < end_s
-    )
-    ok_records = [record for record in records if record.ok]
+    sent_in_window = int(((sent >= start_s) & (sent < end_s)).sum())
+    samples = {
+        "ttft": columns.interval(columns.first, mask),
+        "e2e": columns.interval(columns.end, mask),
+        "itl": columns.itl_pool(mask),
+    }
     return PhaseSummary(
         name=phase.name,
-        offered=len(records),
+        offered=offered,
         completed=completed,
-        failed=len(records) - completed,
+        failed=offered - completed,
         target_rate=phase.rate,
         offered_rate=sent_in_window / phase.duration_s,
-        schedule_lag_p99_s=percentile(lags, 99.0) if lags.size else float("nan"),
+        schedule_lag_p99_s=percentile(lags, 99.0),
         duration_s=phase.duration_s,
-        statuses=statuses,
+        statuses=columns.status_counts(mask),
         percentiles={
-            metric: {
-                p: percentile(metric_samples(ok_records, metric), p) for p in SUMMARY_PERCENTILES
-            }
+            metric: dict(
+                zip(
+                    SUMMARY_PERCENTILES,
+                    percentiles(samples[metric], SUMMARY_PERCENTILES),
+                    strict=True,
+                )
+            )
             for metric in SUMMARY_METRICS
         },
     )

@@ -1,0 +1,90 @@
+"""A run's records as columns: one pass over the records, then vectorised summaries.
+
+A million records summarise in about a second this way; looping over record objects
+per metric and per phase took several.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+
+from pytest_latency.driver.records import RequestRecord, Status
+
+STATUSES: tuple[Status, ...] = tuple(Status)
+_STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
+_OK = _STATUS_CODE[Status.OK]
+
+
+def _floats(records: Sequence[RequestRecord], name: str) -> np.ndarray:
+    # numpy turns None into NaN for a float dtype.
+    return np.array(list(map(attrgetter(name), records)), dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class Columns:
+    phases: tuple[str, ...]
+    phase: np.ndarray  # index into phases
+    status: np.ndarray  # index into STATUSES
+    intended: np.ndarray
+    sent: np.ndarray  # NaN: never sent
+    first: np.ndarray  # NaN: no content token
+    end: np.ndarray
+    itl: tuple[Sequence[float], ...]  # the records' own gap arrays, not copied
+
+    @classmethod
+    def from_records(cls, records: Sequence[RequestRecord]) -> Columns:
+        names: dict[str, int] = {}
+        phase = np.fromiter(
+            (names.setdefault(name, len(names)) for name in map(attrgetter("phase"), records)),
+            dtype=np.int32,
+            count=len(records),
+        )
+        status = np.fromiter(
+            map(_STATUS_CODE.__getitem__, map(attrgetter("status"), records)),
+            dtype=np.int8,
+            count=len(records),
+        )
+        return cls(
+            phases=tuple(names),
+            phase=phase,
+            status=status,
+            intended=_floats(records, "intended_s"),
+            sent=_floats(records, "sent_s"),
+            first=_floats(records, "first_token_s"),
+            end=_floats(records, "end_s"),
+            itl=tuple(map(attrgetter("itl_s"), records)),
+        )
+
+    def in_phase(self, name: str) -> np.ndarray:
+        if name not in self.phases:
+            return np.zeros(self.phase.size, dtype=bool)
+        selected: np.ndarray = self.phase == self.phases.index(name)
+        return selected
+
+    @property
+    def ok(self) -> np.ndarray:
+        completed: np.ndarray = self.status == _OK
+        return completed
+
+    def status_counts(self, mask: np.ndarray) -> dict[str, int]:
+        counts = np.bincount(self.status[mask], minlength=len(STATUSES))
+        return {STATUSES[code].value: int(n) for code, n in enumerate(counts) if n}
+
+    def interval(self, instant: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """``instant - intended`` of completed requests in ``mask`` that have the instant."""
+        chosen = mask & self.ok
+        values: np.ndarray = instant[chosen] - self.intended[chosen]
+        present: np.ndarray = values[~np.isnan(values)]
+        return present
+
+    def itl_pool(self, mask: np.ndarray) -> np.ndarray:
+        """Every gap of every completed request in ``mask``, pooled."""
+        chosen = [self.itl[i] for i in np.flatnonzero(mask & self.ok) if len(self.itl[i])]
+        if not chosen:
+            return np.empty(0, dtype=np.float64)
+        pooled: np.ndarray = np.concatenate(chosen).astype(np.float64, copy=False)
+        return pooled
