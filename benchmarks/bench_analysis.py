@@ -78,9 +78,8 @@ def main() -> None:
     )  # fmt: skip
     decided = time.process_time() - started
     print(f"records: {args.records:,} with {args.gaps} ITL gaps each")
-    print(
-        f"memory per record: {memory / args.records:,.0f} bytes (itl as {type(records[1].itl_s).__name__})"
-    )
+    kind = type(records[1].itl_s).__name__
+    print(f"memory per record: {memory / args.records:,.0f} bytes (itl as {kind})")
     print(f"phase summaries: {summarised:.2f} s ({len(summaries)} phases)")
     print(f"3 objective verdicts: {decided:.2f} s")
     print(f"total: {summarised + decided:.2f} s")
