@@ -7,7 +7,7 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, cast
+from typing import Literal, cast, get_args
 
 from pytest_latency._units import parse_duration, parse_fraction
 
@@ -26,18 +26,10 @@ Metric = Literal[
     "error_rate",
 ]
 
-ARRIVALS: tuple[str, ...] = ("constant", "poisson", "gamma")
-APIS: tuple[str, ...] = ("chat", "completions")
-METRICS: tuple[str, ...] = (
-    "ttft",
-    "itl",
-    "tpot",
-    "e2e",
-    "queue_wait",
-    "prefill",
-    "decode",
-    "error_rate",
-)
+# The Literal types are the single source of the allowed values.
+ARRIVALS: tuple[str, ...] = get_args(Arrival)
+APIS: tuple[str, ...] = get_args(Api)
+METRICS: tuple[str, ...] = get_args(Metric)
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_INPUT_TOKENS = (200, 400)

@@ -24,6 +24,8 @@ workload:
 objectives:
   - {{metric: ttft, p: 50, max: 2s, phase: steady}}
   - {{metric: error_rate, max: 50%}}
+  - {{metric: queue_wait, p: 50, max: 3s}}
+  - {{metric: after_queue, p: 50, max: 3s}}
 """
 
 FLAGS = [
@@ -128,7 +130,9 @@ def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
     metrics = run["server_metrics"]
     assert metrics["kind"] == "sim" and metrics["scrapes"] >= 2
     assert max(metrics["running"]) >= 1
-    assert [o["metric"] for o in run["objectives"]] == ["ttft", "error_rate"]
+    assert [o["metric"] for o in run["objectives"]] == [
+        "ttft", "error_rate", "queue_wait", "after_queue",
+    ]  # fmt: skip
     for objective in run["objectives"]:
         assert {
             "metric",

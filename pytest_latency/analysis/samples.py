@@ -15,18 +15,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.spec import METRICS
 
-LATENCY_METRICS: tuple[str, ...] = (
-    "ttft",
-    "itl",
-    "tpot",
-    "e2e",
-    "queue_wait",
-    "prefill",
-    "decode",
-    "after_queue",
-    "unattributed",
-)
+LATENCY_METRICS: tuple[str, ...] = tuple(metric for metric in METRICS if metric != "error_rate")
 # Metrics a failed request counts against (as an unbounded value).
 _FAILURE_COUNTS_AGAINST = frozenset({"ttft", "e2e"})
 
@@ -65,27 +56,27 @@ def _client_interval(records: Iterable[RequestRecord], instant: str) -> np.ndarr
     return values[~np.isnan(values)]
 
 
+# Per-request values, by the record attribute that holds them (ITL is special: a list).
+_ATTRIBUTES = {
+    "ttft": "ttft_s",
+    "e2e": "e2e_s",
+    "tpot": "tpot_s",
+    "queue_wait": "queue_wait_s",
+    "prefill": "prefill_s",
+    "decode": "decode_s",
+    "after_queue": "after_queue_s",
+    "unattributed": "unattributed_s",
+}
+
+
 def record_value(record: RequestRecord, metric: str) -> float | None:
     """One request's value of ``metric`` (ITL: its largest gap); ``inf`` where it failed."""
     if not record.ok:
         return math.inf if metric in _FAILURE_COUNTS_AGAINST else None
     if metric == "itl":
         return float(max(record.itl_s)) if len(record.itl_s) else None
-    if metric == "ttft":
-        return record.ttft_s
-    if metric == "e2e":
-        return record.e2e_s
-    if metric == "tpot":
-        return record.tpot_s
-    if metric == "queue_wait":
-        return record.queue_wait_s
-    if metric == "prefill":
-        return record.prefill_s
-    if metric == "after_queue":
-        return record.after_queue_s
-    if metric == "unattributed":
-        return record.unattributed_s
-    return record.decode_s
+    value: float | None = getattr(record, _ATTRIBUTES[metric])
+    return value
 
 
 def error_counts(records: Sequence[RequestRecord]) -> tuple[int, int]:
