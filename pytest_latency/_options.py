@@ -58,6 +58,7 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag("baseline", "compare against a baseline saved earlier", "PATH"),
     _Flag("save-baseline", "save this session's distributions as a baseline", "PATH"),
     _Flag("seed", "override every workload's seed", "N"),
+    _Flag("workers", "generate load from N processes (default 1)", "N"),
     _Flag("image", "container image for a container server kind", "IMAGE"),
     _Flag("gpus", "GPUs for a container server: all, a count, or device ids", "GPUS"),
     _Flag(
@@ -89,6 +90,7 @@ class LatencyOptions:
     baseline: Path | None
     save_baseline: Path | None
     seed: int | None
+    workers: int
     image: str | None
     gpus: str | None
     inconclusive: str
@@ -193,6 +195,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         baseline=path("baseline"),
         save_baseline=path("save-baseline"),
         seed=seed,
+        workers=int(str(_checked("workers", text("workers") or "1", _parse_workers))),
         image=text("image"),
         gpus=text("gpus"),
         inconclusive=inconclusive,
@@ -214,3 +217,10 @@ def _parse_seed(value: str) -> int:
     if seed < 0:
         raise ValueError("a seed must be a non-negative integer")
     return seed
+
+
+def _parse_workers(value: str) -> int:
+    workers = int(value)
+    if workers < 1:
+        raise ValueError("workers must be an integer >= 1")
+    return workers

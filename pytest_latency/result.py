@@ -77,7 +77,7 @@ class LatencyResult:
         return percentile(metric_samples(ok, metric), p)
 
     def summaries(self) -> list[PhaseSummary]:
-        columns = Columns.from_records(self.records)
+        columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
         return [
             summarise_phase(phase, self.workload.phase_start_s(phase.name), columns)
             for phase in self.workload.phases

@@ -87,7 +87,8 @@ class LatencySession:
             extra_body=request_options(workload),
         )
         with self.telemetry.observe(info.url, info.kind) as observation:
-            outcome = run_plan(plan, target, self.telemetry.client_spans)
+            spans = self.telemetry.client_spans
+            outcome = run_plan(plan, target, spans, workers=self.options.workers)
             observation.time_zero_ns = outcome.started_ns
         expect_spans = info.exports_spans or self.options.otlp_receiver is not None
         joined = self.telemetry.join(outcome.records, expect_spans=expect_spans)

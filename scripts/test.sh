@@ -5,6 +5,6 @@ cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e '.[dev]'
-.venv/bin/ruff check pytest_latency tests examples
+.venv/bin/ruff check pytest_latency tests examples benchmarks
 .venv/bin/mypy
 .venv/bin/python -m pytest tests -q "$@"

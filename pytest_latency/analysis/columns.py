@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import attrgetter
 
 import numpy as np
@@ -36,13 +37,18 @@ class Columns:
     itl: tuple[Sequence[float], ...]  # the records' own gap arrays, not copied
 
     @classmethod
-    def from_records(cls, records: Sequence[RequestRecord]) -> Columns:
-        names: dict[str, int] = {}
-        phase = np.fromiter(
-            (names.setdefault(name, len(names)) for name in map(attrgetter("phase"), records)),
-            dtype=np.int32,
-            count=len(records),
-        )
+    def from_records(cls, records: Sequence[RequestRecord], phases: Sequence[str] = ()) -> Columns:
+        """Columns of ``records``; naming the run's ``phases`` up front makes it faster."""
+        names = {name: index for index, name in enumerate(phases)}
+        labels = map(attrgetter("phase"), records)
+        try:  # C-level lookups when every phase is known
+            phase = np.fromiter(map(names.__getitem__, labels), dtype=np.int32, count=len(records))
+        except KeyError:
+            phase = np.fromiter(
+                (names.setdefault(name, len(names)) for name in map(attrgetter("phase"), records)),
+                dtype=np.int32,
+                count=len(records),
+            )
         status = np.fromiter(
             map(_STATUS_CODE.__getitem__, map(attrgetter("status"), records)),
             dtype=np.int8,
@@ -83,7 +89,7 @@ class Columns:
 
     def itl_pool(self, mask: np.ndarray) -> np.ndarray:
         """Every gap of every completed request in ``mask``, pooled."""
-        chosen = [self.itl[i] for i in np.flatnonzero(mask & self.ok) if len(self.itl[i])]
+        chosen = list(compress(self.itl, (mask & self.ok).tolist()))
         if not chosen:
             return np.empty(0, dtype=np.float64)
         pooled: np.ndarray = np.concatenate(chosen).astype(np.float64, copy=False)

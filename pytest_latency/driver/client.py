@@ -10,28 +10,39 @@ deadline (plus the scheduling slack of the event loop) whatever the server does.
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
+import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
+from pytest_latency.driver.fast import request_head
+from pytest_latency.driver.h1 import H1Pool
 from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
+TimeZero = Callable[[], Awaitable[int]]  # returns time zero as a perf_counter_ns reading
 
 WARM_CONNECTIONS = 8  # connections opened before time zero (more open on demand)
 WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
 # Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
 # connection is not reused just as the server closes it.
 KEEPALIVE_EXPIRY_S = 4.0
+# The event loop's timers wake up to 1 ms late (epoll's timeout is in whole ms, rounded
+# up), so the launcher sleeps until SPIN_NS before each send and yields to the loop
+# (which keeps reading sockets) for the rest; MAX_SPINS bounds that loop.
+SPIN_NS = 1_200_000
+MAX_SPINS = 100_000
 _PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 
@@ -97,11 +108,42 @@ def make_client() -> httpx.AsyncClient:
     )
 
 
+def quiet_gc() -> None:
+    """Collect now and freeze what exists, so no full collection during the drive walks it.
+
+    A full (generation 2) collection of a pytest process with numpy, OpenTelemetry and
+    the plan loaded stalls the loop for 20-50 ms here: that was the p99 schedule lag.
+    After ``gc.freeze()`` collections walk only objects made during the drive. The drive
+    undoes it (``gc.unfreeze()``) when it ends.
+    """
+    gc.collect()
+    gc.freeze()
+
+
+def hot_path_pool(target: Target) -> H1Pool | None:
+    """The raw HTTP/1.1 pool when the hot path applies: asyncio, plain http://."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio (trio): httpx does the work
+        return None
+    url = httpx.URL(target.url)
+    if url.scheme != "http" or not url.host:
+        return None
+    return H1Pool(url.host, url.port or 80, KEEPALIVE_EXPIRY_S)
+
+
 class Run:
     """One drive of a plan. :meth:`result` is complete even if the run was cancelled."""
 
-    def __init__(self, plan: Plan, target: Target, spans: ClientSpans | None = None) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        target: Target,
+        spans: ClientSpans | None = None,
+        time_zero: TimeZero | None = None,
+    ) -> None:
         self.plan = plan
+        self.time_zero = time_zero  # agrees time zero with other workers (after warm-up)
         self.target = target
         self.spans = spans if spans is not None else ClientSpans()
         ordered = sorted(plan.requests, key=lambda request: request.id)
@@ -133,20 +175,36 @@ class Run:
         own = client is None
         http = make_client() if client is None else client
         sender = self._sender(http)
+        if own:
+            sender.pool = hot_path_pool(self.target)
         try:
             await self._warm(sender)
-            self.started_ns = sender.t0_ns = time.perf_counter_ns()
+            quiet_gc()
+            self.started_ns = sender.t0_ns = await self._time_zero()
             self.started_at_unix = time.time()
             async with anyio.create_task_group() as tasks:
                 await self._launch(tasks, sender)
         finally:
+            gc.unfreeze()
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
             self._mark_cancelled()
+            if sender.pool is not None:
+                sender.pool.close()
             if own:
                 with anyio.CancelScope(shield=True):
                     await http.aclose()
         return self.result()
+
+    async def _time_zero(self) -> int:
+        """Now, or the instant agreed with the other workers (perf_counter ns, system-wide)."""
+        if self.time_zero is None:
+            return time.perf_counter_ns()
+        t0 = await self.time_zero()
+        delay_ns = t0 - time.perf_counter_ns()
+        if delay_ns > 0:
+            await anyio.sleep(delay_ns / 1e9)
+        return t0
 
     def _sender(self, client: httpx.AsyncClient) -> Sender:
         headers = {
@@ -172,8 +230,12 @@ class Run:
         for request, record in self._schedule:
             planned_ns = t0 + round(request.intended_s * 1e9)
             delay_ns = planned_ns - clock()  # from the absolute instant: no drift
-            if delay_ns > 0:
-                await anyio.sleep(delay_ns / 1e9)
+            if delay_ns > SPIN_NS:
+                await anyio.sleep((delay_ns - SPIN_NS) / 1e9)
+            for _ in range(MAX_SPINS):  # the last stretch: yield to the loop, never block
+                if clock() >= planned_ns:
+                    break
+                await anyio.lowlevel.checkpoint()
             tasks.start_soon(sender.send, request, record, planned_ns)
 
     async def _warm(self, sender: Sender) -> None:
@@ -182,7 +244,10 @@ class Run:
         with anyio.move_on_after(min(WARM_PING_TIMEOUT_S, sender.timeout_s)):
             async with anyio.create_task_group() as tasks:
                 for _ in range(pings):
-                    tasks.start_soon(self._ping, sender.client)
+                    if sender.pool is None:
+                        tasks.start_soon(self._ping, sender.client)
+                    else:
+                        tasks.start_soon(self._ping_pool, sender.pool)
         if self.plan.warmup:
             limiter = anyio.CapacityLimiter(WARM_CONNECTIONS)
             async with anyio.create_task_group() as tasks:
@@ -196,6 +261,23 @@ class Run:
             logger.debug("warm-up ping: HTTP %s", response.status_code)
         except httpx.HTTPError as exc:
             logger.debug("warm-up ping failed: %s", type(exc).__name__)
+
+    async def _ping_pool(self, pool: H1Pool) -> None:
+        url = httpx.URL(self.target.base_url.rstrip("/") + "/v1/models")
+        head = request_head("GET", url, {**self.target.headers, "accept": "*/*"}, 0)
+        try:
+            connection = await pool.acquire()
+        except httpx.HTTPError as exc:
+            logger.debug("warm-up ping failed: %s", type(exc).__name__)
+            return
+        try:
+            response = await connection.send(head)
+            await connection.read_body(lambda data, now_ns: False)
+            logger.debug("warm-up ping: HTTP %s", response.status)
+        except httpx.HTTPError as exc:
+            logger.debug("warm-up ping failed: %s", type(exc).__name__)
+        finally:
+            pool.release(connection)
 
     async def _warm_request(
         self, sender: Sender, request: PlannedRequest, limiter: anyio.CapacityLimiter
@@ -233,12 +315,19 @@ async def drive(
     return await Run(plan, target, spans).drive(client)
 
 
-def run_plan(plan: Plan, target: Target, spans: ClientSpans | None = None) -> DriveResult:
+def run_plan(
+    plan: Plan, target: Target, spans: ClientSpans | None = None, *, workers: int = 1
+) -> DriveResult:
     """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
 
     ``spans`` carries the client spans (and their exporter); by default spans are made
-    for trace context only and not exported.
+    for trace context only and not exported. ``workers > 1`` splits the plan across that
+    many processes (:mod:`.workers`); their spans carry trace context but are not exported.
     """
+    if workers > 1:
+        from pytest_latency.driver.workers import run_workers
+
+        return run_workers(plan, target, workers)
     run = Run(plan, target, spans)
     try:
         anyio.run(run.drive)

@@ -40,7 +40,9 @@ from typing import Any
 import anyio
 import httpx
 
+from pytest_latency.driver import fast
 from pytest_latency.driver.errors import error_event_text, exception_text, http_error_text
+from pytest_latency.driver.h1 import H1Pool
 from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.sse import ErrorEvent, SSEDecoder, StreamError, StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
@@ -64,9 +66,15 @@ class Sender:
     extra_body: Mapping[str, object]
     timeout_s: float
     spans: ClientSpans
+    pool: H1Pool | None = None  # the hot-path transport; None: every request through httpx
     t0_ns: int = 0
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
+
+    parsed_url: httpx.URL = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.parsed_url = httpx.URL(self.url)
 
     def body(self, request: PlannedRequest) -> bytes:
         body: dict[str, object] = {"model": self.model}
@@ -93,7 +101,10 @@ class Sender:
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-                await self._exchange(record, content, headers, request.prompt)
+                if self.pool is not None:
+                    await fast.exchange(self, self.pool, record, content, headers, request.prompt)
+                else:
+                    await self._exchange(record, content, headers, request.prompt)
         finally:
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
         if record.status is _UNDECIDED:
@@ -160,7 +171,7 @@ class Sender:
                 _decide(record, Status.PROTOCOL_ERROR, str(exc))
             return  # the finally below still keeps the timeline
         finally:
-            self._keep_timeline(record, state, received_ns if ended else None)
+            self.keep_timeline(record, state, received_ns if ended else None)
         if state.done or state.finished:
             _decide(record, Status.OK, None)
         else:
@@ -168,7 +179,7 @@ class Sender:
             hint = "" if kind.startswith("text/event-stream") else f" (content-type {kind!r})"
             _decide(record, Status.PROTOCOL_ERROR, f"stream ended without [DONE]{hint}")
 
-    def _keep_timeline(self, record: RequestRecord, state: StreamState, end_ns: int | None) -> None:
+    def keep_timeline(self, record: RequestRecord, state: StreamState, end_ns: int | None) -> None:
         t0 = self.t0_ns
         if state.first_ns is not None:
             record.first_token_s = (state.first_ns - t0) / 1e9

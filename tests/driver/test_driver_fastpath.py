@@ -1,0 +1,151 @@
+"""The hot path: raw HTTP/1.1 framing, parity with httpx, and no blocking calls in the loop.
+
+The no-blocking test runs a drive in asyncio debug mode, where the loop logs every
+callback (a task step, a protocol's ``data_received``) that ran longer than
+``loop.slow_callback_duration``. That is the loop's own view of "something held me":
+a blocking call anywhere on the driver's path shows up there, whatever it is (a sync
+socket, ``time.sleep``, a large computation), which a list of forbidden functions
+would miss. The threshold, 100 ms, is far above what any callback of a healthy drive
+takes (tens of microseconds) and far below what a blocking network call or sleep would
+cost, so the test neither flakes on a loaded CI machine nor misses a real block; a
+second test proves it fails when a blocking call is injected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import httpx
+import pytest
+from scripted_server import DONE, PROMPT, Script, ScriptedServer, Step, chat_chunk, plan_at
+from test_driver_status import CASES
+
+from pytest_latency.driver import Run, Status, Target
+from pytest_latency.driver.h1 import H1Connection
+from pytest_latency.driver.sse import StreamState
+
+SLOW_CALLBACK_S = 0.1
+STREAM = Script(
+    steps=(*tuple(Step(0.005 * i, chat_chunk(f"t{i}")) for i in range(20)), Step(0.1, DONE))
+)
+
+
+def drive_debug(plan: object, target: Target, client: httpx.AsyncClient | None = None) -> Run:
+    run = Run(plan, target)  # type: ignore[arg-type]
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.slow_callback_duration = SLOW_CALLBACK_S
+        if client is None:
+            await run.drive()
+        else:
+            async with client:
+                await run.drive(client)
+
+    asyncio.run(main(), debug=True)
+    return run
+
+
+def slow_callbacks(caplog: pytest.LogCaptureFixture, run: Run) -> list[str]:
+    """asyncio's slow-callback warnings logged after the run's time zero."""
+    return [
+        record.getMessage()
+        for record in caplog.records
+        if record.name == "asyncio"
+        and "took" in record.getMessage()
+        and record.created >= run.started_at_unix
+    ]
+
+
+@pytest.mark.parametrize("path", ["hot-path", "httpx"])
+def test_no_blocking_call_in_the_loop_during_a_drive(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture, path: str
+) -> None:
+    server.route("stream", STREAM)
+    client = httpx.AsyncClient(trust_env=False) if path == "httpx" else None
+    with caplog.at_level(logging.WARNING, logger="asyncio"):
+        run = drive_debug(
+            plan_at([0.01 * i for i in range(30)]), Target(server.url, "stream"), client
+        )
+    assert all(record.status is Status.OK for record in run.records)
+    assert slow_callbacks(caplog, run) == []
+
+
+def test_the_blocking_call_check_catches_a_block(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.route("stream", STREAM)
+    feed = StreamState.feed
+
+    def blocking_feed(self: StreamState, data: bytes, now_ns: int) -> None:
+        if self.chunks == 3:
+            time.sleep(2 * SLOW_CALLBACK_S)  # a blocking call on the hot path
+        feed(self, data, now_ns)
+
+    monkeypatch.setattr(StreamState, "feed", blocking_feed)
+    with caplog.at_level(logging.WARNING, logger="asyncio"):
+        run = drive_debug(plan_at([0.0]), Target(server.url, "stream"))
+    assert slow_callbacks(caplog, run), "a 200 ms block in the loop went unnoticed"
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_httpx_path_classifies_like_the_hot_path(server: ScriptedServer, case: str) -> None:
+    script, status, error = CASES[case]
+    server.route(case, script)
+    run = drive_debug(
+        plan_at([0.0], timeout_s=0.4), Target(server.url, case), httpx.AsyncClient(trust_env=False)
+    )
+    (record,) = run.records
+    assert record.status is status, record.error
+    assert (record.error or "").startswith(error), record.error
+    assert PROMPT not in (record.error or "")
+
+
+class _Transport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.written += data
+
+    def abort(self) -> None:
+        self.closed = True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+RESPONSE = (
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\nServer-Timing: queue;dur=3\r\n\r\n"
+    b"5;ext=1\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nx-trailer: 1\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize("piece", [1, 2, 3, 7, len(RESPONSE)])
+def test_chunked_framing_split_anywhere(piece: int) -> None:
+    async def main() -> tuple[int, str, bytes, bool]:
+        connection = H1Connection()
+        connection.connection_made(_Transport())
+        head_future = connection.send(b"POST / HTTP/1.1\r\n\r\n")
+        body = bytearray()
+
+        def sink(data: bytes, now_ns: int) -> bool:
+            body.extend(data)
+            return False
+
+        for start in range(0, len(RESPONSE), piece):
+            connection.data_received(RESPONSE[start : start + piece])
+            if head_future.done() and connection._sink is None:
+                asyncio.get_running_loop().create_task(connection.read_body(sink))
+                await asyncio.sleep(0)
+        head = await head_future
+        assert connection._end is not None
+        await asyncio.wait_for(connection._end, 1.0)
+        return head.status, head.get("server-timing"), bytes(body), connection.reusable
+
+    status, timing, body, reusable = asyncio.run(main())
+    assert (status, timing, body, reusable) == (200, "queue;dur=3", b"hello world", True)
