@@ -36,16 +36,6 @@ SEED_TIMELINE = Script(
 
 
 @pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    scripted = ScriptedServer()
-    scripted.start()
-    try:
-        yield scripted
-    finally:
-        scripted.stop()
-
-
-@pytest.fixture
 def hub() -> Iterator[TelemetryHub]:
     telemetry = TelemetryHub(TelemetrySettings(grace_s=5.0, metrics_interval_s=0))
     try:
