@@ -17,17 +17,17 @@ from typing import TYPE_CHECKING
 
 import httpx
 
-from pytest_latency.driver.errors import error_event_text, exception_text, http_error_text
+from pytest_latency.driver.errors import exception_text, http_error_text
 from pytest_latency.driver.h1 import H1Connection, H1Pool, ResponseHead
+from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
 from pytest_latency.driver.records import RequestRecord, Status
-from pytest_latency.driver.sse import ErrorEvent, SSEDecoder, StreamError, StreamState
+from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
 
 if TYPE_CHECKING:
     from pytest_latency.driver.request import Sender
 
 MAX_ERROR_BODY_BYTES = 4096
 REJECTED_STATUSES = frozenset({429, 503})
-_UNDECIDED = Status.CANCELLED
 
 
 def request_head(method: str, url: httpx.URL, headers: Mapping[str, str], length: int) -> bytes:
@@ -62,7 +62,7 @@ class StreamSink:
             self.error = exc
             return True
         record = self.record
-        if state.done and record.status is _UNDECIDED:
+        if state.done and record.status is UNDECIDED:
             record.status = Status.OK  # keep reading to the end so the connection is reused
             record.end_s = (now_ns - self.t0_ns) / 1e9
         return False
@@ -114,7 +114,7 @@ async def exchange(
         else:
             await _read_error(sender, connection, head, record, prompt)
     except httpx.TransportError as exc:
-        _decide(record, Status.CONNECTION_ERROR, exception_text(exc))
+        decide(record, Status.CONNECTION_ERROR, exception_text(exc))
     except asyncio.CancelledError:
         if connection is not None:
             connection.abort()  # mid-response: the connection cannot be reused
@@ -139,17 +139,7 @@ async def _read_stream(
         ended = True
     finally:
         sender.keep_timeline(record, sink.state, sink.received_ns if ended else None)
-    if sink.error is not None:
-        if isinstance(sink.error, ErrorEvent):
-            _decide(record, Status.HTTP_ERROR, error_event_text(sink.error.payload, prompt))
-        else:
-            _decide(record, Status.PROTOCOL_ERROR, str(sink.error))
-    elif sink.state.done or sink.state.finished:
-        _decide(record, Status.OK, None)
-    else:
-        kind = head.get("content-type")
-        hint = "" if kind.startswith("text/event-stream") else f" (content-type {kind!r})"
-        _decide(record, Status.PROTOCOL_ERROR, f"stream ended without [DONE]{hint}")
+    decide_stream_end(record, sink.state, sink.error, head.get("content-type"), prompt)
 
 
 async def _read_error(
@@ -167,9 +157,3 @@ async def _read_error(
         await connection.read_body(sink)
     record.end_s = (time.perf_counter_ns() - sender.t0_ns) / 1e9
     record.error = http_error_text(code, bytes(sink.body[:MAX_ERROR_BODY_BYTES]), prompt)
-
-
-def _decide(record: RequestRecord, status: Status, error: str | None) -> None:
-    if record.status is _UNDECIDED:
-        record.status = status
-        record.error = error

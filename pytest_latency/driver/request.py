@@ -41,16 +41,16 @@ import anyio
 import httpx
 
 from pytest_latency.driver import fast
-from pytest_latency.driver.errors import error_event_text, exception_text, http_error_text
+from pytest_latency.driver.errors import exception_text, http_error_text
 from pytest_latency.driver.h1 import H1Pool
+from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
 from pytest_latency.driver.records import RequestRecord, Status
-from pytest_latency.driver.sse import ErrorEvent, SSEDecoder, StreamError, StreamState
+from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.workload.plan import PlannedRequest
 
 MAX_ERROR_BODY_BYTES = 4096
 REJECTED_STATUSES = frozenset({429, 503})
-_UNDECIDED = Status.CANCELLED
 _HEADERS_WRITTEN = "send_request_headers.started"
 
 
@@ -107,7 +107,7 @@ class Sender:
                     await self._exchange(record, content, headers, request.prompt)
         finally:
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
-        if record.status is _UNDECIDED:
+        if record.status is UNDECIDED:
             reached = "" if record.first_token_s is None else " (first token was received)"
             record.status = Status.TIMEOUT
             record.error = (
@@ -140,9 +140,9 @@ class Sender:
                 else:
                     await self._read_error(response, record, prompt)
         except httpx.TransportError as exc:
-            _decide(record, Status.CONNECTION_ERROR, exception_text(exc))
+            decide(record, Status.CONNECTION_ERROR, exception_text(exc))
         except httpx.HTTPError as exc:  # e.g. a body that fails content decoding
-            _decide(record, Status.PROTOCOL_ERROR, exception_text(exc))
+            decide(record, Status.PROTOCOL_ERROR, exception_text(exc))
 
     async def _read_stream(
         self, response: httpx.Response, record: RequestRecord, prompt: str
@@ -152,32 +152,24 @@ class Sender:
         clock = time.perf_counter_ns
         received_ns = clock()  # an empty body ends when its headers arrived
         ended = False
+        error: StreamError | None = None
         try:
             async for raw in response.aiter_bytes():
                 received_ns = clock()
                 for data in decoder.feed(raw):
                     state.feed(data, received_ns)
-                if state.done and record.status is _UNDECIDED:
+                if state.done and record.status is UNDECIDED:
                     record.status = Status.OK  # keep reading to EOF so the connection is reused
                     record.end_s = (received_ns - self.t0_ns) / 1e9
             for data in decoder.flush():
                 state.feed(data, received_ns)
             ended = True
         except StreamError as exc:
-            ended = True
-            if isinstance(exc, ErrorEvent):
-                _decide(record, Status.HTTP_ERROR, error_event_text(exc.payload, prompt))
-            else:
-                _decide(record, Status.PROTOCOL_ERROR, str(exc))
-            return  # the finally below still keeps the timeline
+            ended, error = True, exc
         finally:
             self.keep_timeline(record, state, received_ns if ended else None)
-        if state.done or state.finished:
-            _decide(record, Status.OK, None)
-        else:
-            kind = response.headers.get("content-type", "")
-            hint = "" if kind.startswith("text/event-stream") else f" (content-type {kind!r})"
-            _decide(record, Status.PROTOCOL_ERROR, f"stream ended without [DONE]{hint}")
+        content_type = response.headers.get("content-type", "")
+        decide_stream_end(record, state, error, content_type, prompt)
 
     def keep_timeline(self, record: RequestRecord, state: StreamState, end_ns: int | None) -> None:
         t0 = self.t0_ns
@@ -208,10 +200,3 @@ class Sender:
             pass  # the status already says what happened
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         record.error = http_error_text(code, bytes(body[:MAX_ERROR_BODY_BYTES]), prompt)
-
-
-def _decide(record: RequestRecord, status: Status, error: str | None) -> None:
-    """Set the final status unless one was already decided."""
-    if record.status is _UNDECIDED:
-        record.status = status
-        record.error = error

@@ -1,0 +1,42 @@
+"""Deciding a request's final status: shared by the httpx and the fast transport.
+
+The rules themselves are documented in :mod:`pytest_latency.driver.request`.
+"""
+
+from __future__ import annotations
+
+from pytest_latency.driver.errors import error_event_text
+from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.driver.sse import ErrorEvent, StreamError, StreamState
+
+UNDECIDED = Status.CANCELLED  # every record's status until one is decided
+
+
+def decide(record: RequestRecord, status: Status, error: str | None) -> None:
+    """Set the final status unless one was already decided."""
+    if record.status is UNDECIDED:
+        record.status = status
+        record.error = error
+
+
+def decide_stream_end(
+    record: RequestRecord,
+    state: StreamState,
+    error: StreamError | None,
+    content_type: str,
+    prompt: str,
+) -> None:
+    """The status of a 2xx streamed response once its body ended (or broke off)."""
+    if isinstance(error, ErrorEvent):
+        decide(record, Status.HTTP_ERROR, error_event_text(error.payload, prompt))
+    elif error is not None:
+        decide(record, Status.PROTOCOL_ERROR, str(error))
+    elif state.done or state.finished:
+        decide(record, Status.OK, None)
+    else:
+        hint = (
+            ""
+            if content_type.startswith("text/event-stream")
+            else f" (content-type {content_type!r})"
+        )
+        decide(record, Status.PROTOCOL_ERROR, f"stream ended without [DONE]{hint}")
