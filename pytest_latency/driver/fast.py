@@ -47,7 +47,9 @@ class StreamSink:
     def __init__(self, record: RequestRecord, t0_ns: int, start_ns: int) -> None:
         self.record = record
         self.t0_ns = t0_ns
-        self.state = StreamState(record.itl_s)
+        gaps: list[float] = []
+        record.itl_s = gaps
+        self.state = StreamState(gaps)
         self.decoder = SSEDecoder()
         self.received_ns = start_ns  # an empty body ends when its head arrived
         self.error: StreamError | None = None

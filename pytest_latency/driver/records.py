@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Literal
 
+import numpy as np
+
 
 class Status(StrEnum):
     """How a request ended. Exactly one per offered request."""
@@ -41,7 +43,8 @@ class RequestRecord:
     sent_s: float | None = None
     first_token_s: float | None = None
     end_s: float | None = None
-    itl_s: list[float] = field(default_factory=list)
+    # Appended to as chunks arrive (a list), stored compactly once the request ended.
+    itl_s: list[float] | np.ndarray = field(default_factory=list)
     status: Status = Status.CANCELLED
     error: str | None = None
     http_status: int | None = None
