@@ -9,6 +9,7 @@ from pytest_latency.analysis.percentiles import quantile_bounds
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.gate import (
+    LatencyComparisonWarning,
     LatencyInconclusiveWarning,
     LatencyObjectiveError,
     LatencyRunInvalid,
@@ -29,6 +30,7 @@ from pytest_latency.spec import (
 __version__ = "0.1.0"
 
 __all__ = (
+    "LatencyComparisonWarning",
     "LatencyInconclusiveWarning",
     "LatencyObjectiveError",
     "LatencyResult",

@@ -22,6 +22,10 @@ class LatencyInconclusiveWarning(UserWarning):
     """An objective could not be decided: too few samples or a bound straddling the limit."""
 
 
+class LatencyComparisonWarning(UserWarning):
+    """A comparison's premise is shaky, e.g. the cohort mix changed since the baseline."""
+
+
 class LatencyRunInvalid(RuntimeError):
     """The run cannot decide anything: the load generator did not offer the planned load."""
 
@@ -34,6 +38,9 @@ def enforce(run: LatencyResult, results: Sequence[ObjectiveResult]) -> None:
     """Raise on failed objectives; warn, fail or skip on inconclusive ones."""
     __tracebackhide__ = True
     check_valid(run)
+    for result in results:
+        for caveat in result.warnings:
+            warnings.warn(LatencyComparisonWarning(caveat), stacklevel=2)
     failed = [result for result in results if result.verdict is Verdict.FAIL]
     undecided = [result for result in results if result.verdict is Verdict.INCONCLUSIVE]
     policy = run.inconclusive_policy

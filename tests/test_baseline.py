@@ -87,7 +87,9 @@ def test_cohort_mix_change_is_warned():
     for record in candidate[: len(candidate) // 2]:
         record.input_tokens = 3000  # half the prompts became long: a different mix
     result = decide_relative(RELATIVE[1], candidate, baseline, 0.99)
-    assert "cohort mix changed" in result.reason
+    assert any("cohort mix changed" in caveat for caveat in result.warnings)
+    same = decide_relative(RELATIVE[1], simulated_records(SERVER, seed=3), baseline, 0.99)
+    assert same.warnings == ()
 
 
 def _result(records: list[RequestRecord], test: str = "t::a") -> LatencyResult:

@@ -6,6 +6,7 @@ import sys
 import pytest_latency
 
 EXPECTED = {
+    "LatencyComparisonWarning",
     "LatencyInconclusiveWarning",
     "LatencyObjectiveError",
     "LatencyResult",

@@ -38,14 +38,14 @@ def decide_relative(
         objective.max_regression,
         confidence=confidence,
     )
-    reason = result.reason
+    warnings: tuple[str, ...] = ()
     shift = mix_shift(cohort_counts(baseline), cohort_counts(candidate))
     if shift > MIX_SHIFT_WARNING:
-        reason += (
-            f"; WARNING: the cohort mix changed since the baseline (total variation "
-            f"{shift:.2f}): compare like with like"
+        warnings = (
+            f"{objective.label}: the cohort mix changed since the baseline (total variation "
+            f"{shift:.2f} > {MIX_SHIFT_WARNING}): compare like with like",
         )
     return ObjectiveResult(
         objective, result.verdict, result.ratio_estimate, result.ratio_lower,
-        result.ratio_upper, result.n_candidate, confidence, reason,
+        result.ratio_upper, result.n_candidate, confidence, result.reason, warnings,
     )  # fmt: skip

@@ -41,6 +41,9 @@ class ObjectiveResult:
     n: int
     confidence: float
     reason: str
+    # Caveats about the comparison itself (e.g. the cohort mix changed), shown whatever
+    # the verdict.
+    warnings: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:

@@ -47,6 +47,7 @@ def describe(
         f"{result.verdict.value.upper()} {result.objective.label}: {format_estimate(result)}; "
         f"{result.reason}"
     ]
+    lines.extend(f"    WARNING: {caveat}" for caveat in result.warnings)
     metric = result.objective.metric
     for record in slowest(records, metric, slowest_count):
         value = record_value(record, metric)

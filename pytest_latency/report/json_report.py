@@ -80,6 +80,7 @@ def _objective(result: ObjectiveResult) -> dict[str, Any]:
         "n": result.n,
         "confidence": result.confidence,
         "reason": result.reason,
+        "warnings": list(result.warnings),
     }
 
 

@@ -54,6 +54,7 @@ def format_run(run: LatencyResult) -> list[str]:
             f"  {result.verdict.value.upper():<12} {result.objective.label}: "
             f"{format_estimate(result)}"
         )
+        lines.extend(f"    WARNING: {caveat}" for caveat in result.warnings)
     return lines
 
 
