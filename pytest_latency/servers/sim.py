@@ -18,6 +18,8 @@ from pytest_latency.servers._http import discover_model, wait_healthy
 from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.spec import ServerSpec
 
+# Must match sim/__main__.BANNER; not imported from there, to keep the server out of
+# the test process.
 LISTENING_PREFIX = "pytest-latency sim listening on "
 START_TIMEOUT_S = 60.0
 

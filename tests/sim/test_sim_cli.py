@@ -130,3 +130,10 @@ def test_cli_exports_spans_and_flushes_them_on_sigterm() -> None:
         joined = receiver.timings([trace_id], grace_s=0.5)
     assert joined[trace_id].source == "otlp:vllm"
     assert joined[trace_id].completion_tokens == 3
+
+
+def test_plugin_reads_the_banner_the_cli_prints() -> None:
+    from pytest_latency.servers.sim import LISTENING_PREFIX
+    from pytest_latency.sim.__main__ import BANNER
+
+    assert BANNER.format(url="") == LISTENING_PREFIX
