@@ -20,8 +20,8 @@ _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
 _OK = _STATUS_CODE[Status.OK]
 
 
-def _floats(records: Sequence[RequestRecord], name: str) -> np.ndarray:
-    # numpy turns None into NaN for a float dtype.
+def float_column(records: Sequence[RequestRecord], name: str) -> np.ndarray:
+    """One attribute of every record as float64; None becomes NaN."""
     return np.array(list(map(attrgetter(name), records)), dtype=np.float64)
 
 
@@ -58,10 +58,10 @@ class Columns:
             phases=tuple(names),
             phase=phase,
             status=status,
-            intended=_floats(records, "intended_s"),
-            sent=_floats(records, "sent_s"),
-            first=_floats(records, "first_token_s"),
-            end=_floats(records, "end_s"),
+            intended=float_column(records, "intended_s"),
+            sent=float_column(records, "sent_s"),
+            first=float_column(records, "first_token_s"),
+            end=float_column(records, "end_s"),
             itl=tuple(map(attrgetter("itl_s"), records)),
         )
 

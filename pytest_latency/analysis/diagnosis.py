@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pytest_latency.analysis.columns import Columns as RunColumns
+from pytest_latency.analysis.columns import float_column
 from pytest_latency.analysis.diagnosis_rules import (
     BATCH_MIN_N,
     BATCH_RATIO,
@@ -40,7 +42,7 @@ from pytest_latency.analysis.diagnosis_rules import (
     spearman_rho,
     strength_margin,
 )
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.driver.records import RequestRecord
 from pytest_latency.spec import Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
 
@@ -110,10 +112,6 @@ def findings_to_json(findings: Sequence[Finding]) -> list[dict[str, object]]:
     ]
 
 
-def _floats(values: list[float | int | None]) -> np.ndarray:
-    return np.array(values, dtype=np.float64)  # None becomes NaN
-
-
 def _itl_medians(records: Sequence[RequestRecord], ok: np.ndarray) -> np.ndarray:
     """Each ok request's median ITL, computed for all requests of one gap count at once."""
     lengths = np.array([len(r.itl_s) for r in records], dtype=np.int64) * ok
@@ -127,27 +125,23 @@ def _itl_medians(records: Sequence[RequestRecord], ok: np.ndarray) -> np.ndarray
 
 def columns(records: Sequence[RequestRecord], workload: Workload) -> Columns:
     """Per-request columns of a run; phases in workload order, then any others seen."""
-    names = [phase.name for phase in workload.phases]
-    names += sorted({r.phase for r in records} - set(names))
-    index = {name: i for i, name in enumerate(names)}
-    first = _floats([r.first_token_s for r in records])
-    end = _floats([r.end_s for r in records])
-    ok = np.array([r.status is Status.OK for r in records]) & np.isfinite(first) & np.isfinite(end)
-    intended = _floats([r.intended_s for r in records])
-    sent = _floats([r.sent_s for r in records])
+    # The run's shared columns (as the phase summaries read them), plus what only the
+    # diagnosis needs.
+    run = RunColumns.from_records(records, [phase.name for phase in workload.phases])
+    ok = run.ok & np.isfinite(run.first) & np.isfinite(run.end)
     return Columns(
-        phases=tuple(names),
-        phase=np.array([index[r.phase] for r in records], dtype=np.int64),
+        phases=run.phases,
+        phase=run.phase.astype(np.int64),
         ok=ok,
-        start=np.where(np.isfinite(sent), sent, intended),
-        intended=intended,
-        first=first,
-        end=end,
-        input_tokens=_floats([r.input_tokens for r in records]),
-        output_tokens=_floats([r.output_tokens for r in records]),
-        queue=_floats([r.queue_wait_s for r in records]),
-        prefill=_floats([r.prefill_s for r in records]),
-        decode=_floats([r.decode_s for r in records]),
+        start=np.where(np.isfinite(run.sent), run.sent, run.intended),
+        intended=run.intended,
+        first=run.first,
+        end=run.end,
+        input_tokens=float_column(records, "input_tokens"),
+        output_tokens=float_column(records, "output_tokens"),
+        queue=float_column(records, "queue_wait_s"),
+        prefill=float_column(records, "prefill_s"),
+        decode=float_column(records, "decode_s"),
         itl_median=_itl_medians(records, ok),
     )
 
