@@ -16,7 +16,7 @@ from pytest_latency._units import parse_duration
 from pytest_latency.analysis.health import DEFAULT_MAX_LAG_P99_S
 from pytest_latency.gate import INCONCLUSIVE_POLICIES
 from pytest_latency.servers.base import CONTAINER_KINDS
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec import ServerSpec, parse_gpus
 from pytest_latency.telemetry.hub import DEFAULT_METRICS_INTERVAL_S
 from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, parse_listen_address
 
@@ -197,7 +197,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         seed=seed,
         workers=int(str(_checked("workers", text("workers") or "1", _parse_workers))),
         image=text("image"),
-        gpus=text("gpus"),
+        gpus=str(_checked("gpus", text("gpus"), parse_gpus)) if text("gpus") else None,
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
     )

@@ -71,6 +71,8 @@ def check_valid(run: LatencyResult) -> None:
 
 def _message(run: LatencyResult, results: Sequence[ObjectiveResult], headline: str) -> str:
     parts = [f"{headline} ({run.test}, server {run.server.kind} {run.server.url}):"]
+    if run.server_exit:
+        parts.append(f"  the server exited during the run: {run.server_exit}")
     for result in results:
         records = run.scoped(result.objective)
         parts.append(describe(result, records, run.trace_url_template))

@@ -36,8 +36,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     for flag, given in (
         ("--latency-html", options.html_path),
-        ("--latency-image", options.image),
-        ("--latency-gpus", options.gpus),
         ("--latency-record-content", options.record_content),
     ):
         if given:

@@ -43,6 +43,8 @@ class LatencyResult:
     server_join: JoinReport | None = None  # how server durations were joined, if at all
     server_metrics: MetricsSeries | None = None  # /metrics scraped during the run
     health: GeneratorHealth | None = None  # None: not checked
+    # The server died during the run: how (exit code, last log lines); None if it ran on.
+    server_exit: str | None = None
     # The same test's requests from --latency-baseline, for relative objectives.
     baseline_records: list[RequestRecord] | None = None
     objective_results: list[ObjectiveResult] = field(default_factory=list)

@@ -13,7 +13,7 @@ from pytest_latency.analysis.health import check_generator
 from pytest_latency.baseline import load_baseline, run_keys
 from pytest_latency.driver import Target, run_plan
 from pytest_latency.result import LatencyResult
-from pytest_latency.servers import ServerInfo, start_server
+from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.spec import ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 from pytest_latency.workload import build_plan
@@ -21,8 +21,13 @@ from pytest_latency.workload import build_plan
 RunListener = Callable[[LatencyResult], None]
 
 
+# Kinds the session points at its OTLP receiver (others export gRPC only, or nothing).
+SPAN_EXPORTING_KINDS = ("sim", "vllm")
+
+
 def _server_key(spec: ServerSpec) -> tuple[object, ...]:
-    return (spec.kind, spec.url, spec.model, spec.api, tuple(sorted(spec.options.items())))
+    options = tuple(sorted((name, repr(value)) for name, value in spec.options.items()))
+    return (spec.kind, spec.url, spec.model, spec.api, options, spec.image, spec.gpus)
 
 
 def request_options(workload: Workload) -> dict[str, object]:
@@ -54,14 +59,20 @@ class LatencySession:
     def resolve(self, spec: ServerSpec | None) -> ServerSpec:
         """A spec file's server, unless ``--latency-server`` was given explicitly."""
         chosen = self.options.server if spec is None or self.options.server_explicit else spec
-        if self.options.model and not chosen.model:
-            chosen = dataclasses.replace(chosen, model=self.options.model)
-        return chosen
+        flags = {
+            "model": self.options.model,
+            "image": self.options.image,
+            "gpus": self.options.gpus,
+        }
+        missing = {
+            name: value for name, value in flags.items() if value and not getattr(chosen, name)
+        }
+        return dataclasses.replace(chosen, **missing) if missing else chosen  # type: ignore[arg-type]
 
     def server(self, spec: ServerSpec | None = None) -> ServerInfo:
         resolved = self.resolve(spec)
-        if resolved.kind == "sim" and "otlp_traces_endpoint" not in resolved.options:
-            # The embedded server exports its spans to our receiver, as vLLM would.
+        if resolved.kind in SPAN_EXPORTING_KINDS and "otlp_traces_endpoint" not in resolved.options:
+            # The embedded server and vLLM export their spans to our receiver.
             options = {
                 **resolved.options,
                 "otlp_traces_endpoint": self.telemetry.receiver.traces_url,
@@ -70,7 +81,13 @@ class LatencySession:
         key = _server_key(resolved)
         if key not in self._servers:
             self._servers[key] = self._stack.enter_context(start_server(resolved))
-        return self._servers[key]
+        info = self._servers[key]
+        gone = info.exit_problem() if info.exit_problem is not None else None
+        if gone is not None:  # died during an earlier test: say so, do not measure a corpse
+            raise ServerStartError(
+                f"the {info.kind} server started for this session is gone: {gone}"
+            )
+        return info
 
     def run(
         self, workload: Workload, *, test: str, server: ServerSpec | None = None
@@ -104,6 +121,7 @@ class LatencySession:
             server_join=joined,
             server_metrics=observation.series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
+            server_exit=info.exit_problem() if info.exit_problem is not None else None,
         )
         if self.baseline is not None:
             key = run_keys([*self.runs, result])[-1]

@@ -6,6 +6,7 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
@@ -198,13 +199,19 @@ class Objective:
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
-    """Which server to test: ``kind`` 'sim' (embedded), 'url' with ``url``, or a container kind."""
+    """Which server to test: ``kind`` 'sim' (embedded), 'url' with ``url``, or a container kind.
+
+    ``image`` and ``gpus`` apply to container kinds (and run the embedded server from
+    its image); ``options`` are the kind's own settings (docs/containers.md).
+    """
 
     kind: str = "sim"
     url: str | None = None
     model: str | None = None
     api: Api = "chat"
     options: dict[str, object] = field(default_factory=dict)
+    image: str | None = None
+    gpus: str | None = None
 
     def __post_init__(self) -> None:
         if self.api not in APIS:
@@ -213,6 +220,25 @@ class ServerSpec:
             raise SpecError("server kind 'url' needs a url")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise SpecError(f"server url must start with http:// or https://, got {self.url!r}")
+        if self.gpus is not None:
+            try:
+                parse_gpus(self.gpus)
+            except ValueError as error:
+                raise SpecError(str(error)) from None
+
+
+_GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
+
+
+def parse_gpus(value: object) -> str:
+    """``all``, a count (``2``) or device ids (``0,1`` or ``GPU-<uuid>``); ValueError otherwise."""
+    text = (
+        str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    )
+    ids = [part.strip() for part in text.split(",")]
+    if text == "all" or text.isdigit() or all(_GPU_ID.fullmatch(part) for part in ids):
+        return text
+    raise ValueError(f"gpus must be all, a count, or device ids like 0,1; got {value!r}")
 
 
 def objective(

@@ -20,6 +20,7 @@ from pytest_latency.spec import (
     ServerSpec,
     SpecError,
     Workload,
+    parse_gpus,
 )
 
 T = TypeVar("T")
@@ -195,7 +196,7 @@ _OBJECTIVE_KEYS = (
     "input_tokens",
     "output_tokens",
 )
-_SERVER_KEYS = ("kind", "url", "model", "api", "options")
+_SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
 
 def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
@@ -323,6 +324,8 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
             model=context.field(node, "model", "server", _text) if "model" in node else None,
             api=context.field(node, "api", "server", _text) if "api" in node else "chat",  # type: ignore[arg-type]
             options=dict(options),
+            image=context.field(node, "image", "server", _text) if "image" in node else None,
+            gpus=context.field(node, "gpus", "server", parse_gpus) if "gpus" in node else None,
         ),
     )
 

@@ -16,6 +16,7 @@ Errors are raised as the httpx exceptions httpx would raise (``ConnectError``,
 from __future__ import annotations
 
 import asyncio
+import select
 import time
 from collections.abc import Callable
 
@@ -114,6 +115,17 @@ class H1Connection(asyncio.Protocol):
         self.reusable = False
         if self.transport is not None and not self.closed:
             self.transport.close()
+
+    def peer_closed(self) -> bool:
+        """An idle connection the server already closed (its FIN is in the kernel but the
+        loop has not seen it yet). Servers that close after a response without saying
+        ``Connection: close`` (llama.cpp's overflow threads) race the next send; httpcore
+        makes the same check before reusing a connection."""
+        sock = self.transport.get_extra_info("socket") if self.transport is not None else None
+        if sock is None:
+            return True
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable)  # an idle HTTP/1.1 connection has nothing to read but EOF
 
     def abort(self) -> None:
         self.reusable = False
@@ -244,7 +256,8 @@ class H1Pool:
         now = time.monotonic()
         while self._idle:
             connection = self._idle.pop()
-            if not connection.closed and now - connection.idle_since < self.keepalive_expiry_s:
+            fresh = now - connection.idle_since < self.keepalive_expiry_s
+            if fresh and not connection.closed and not connection.peer_closed():
                 return connection
             connection.close()
         loop = asyncio.get_running_loop()

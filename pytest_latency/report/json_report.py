@@ -127,7 +127,11 @@ def server_identity(run: LatencyResult) -> dict[str, Any]:
 def run_dict(run: LatencyResult) -> dict[str, Any]:
     return {
         "test": run.test,
-        "server": server_identity(run),
+        "server": {
+            **server_identity(run),
+            "cold_start_s": run.server.cold_start_s,
+            "exited_during_run": run.server_exit,
+        },
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,

@@ -19,6 +19,10 @@ def format_run(run: LatencyResult) -> list[str]:
         f"seed={run.workload.seed}  {run.offered} offered in {run.elapsed_s:.1f}s",
         f"  boundary: {_BOUNDARY}",
     ]
+    if run.server.cold_start_s is not None:
+        lines.append(f"  server cold start (start to healthy): {run.server.cold_start_s:.1f}s")
+    if run.server_exit:
+        lines.append(f"  SERVER EXITED DURING THE RUN: {run.server_exit}")
     header = (
         f"  {'phase':<10} {'offered':>7} {'ok':>5} {'failed':>6} {'target/s':>8} {'sent/s':>7} "
         f"{'lag p99':>8}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CONTAINER_KINDS: tuple[str, ...] = ("llamacpp", "vllm", "tgi", "sglang", "ollama")
@@ -26,3 +27,5 @@ class ServerInfo:
     details: dict[str, object] = field(default_factory=dict)
     cold_start_s: float | None = None
     exports_spans: bool = False  # configured to send its spans to the plugin's receiver
+    # Why the server is gone (exit code, last logs), None while it runs; None: unknown.
+    exit_problem: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)

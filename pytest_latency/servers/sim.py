@@ -16,6 +16,13 @@ from contextlib import contextmanager
 
 from pytest_latency.servers._http import discover_model, wait_healthy
 from pytest_latency.servers.base import ServerInfo, ServerStartError
+from pytest_latency.servers.container import (
+    ContainerSpec,
+    extra_args,
+    listen_for,
+    network_option,
+    startup_timeout,
+)
 from pytest_latency.spec import ServerSpec
 
 # Must match sim/__main__.BANNER; not imported from there, to keep the server out of
@@ -24,13 +31,46 @@ LISTENING_PREFIX = "pytest-latency sim listening on "
 START_TIMEOUT_S = 60.0
 
 
-def _command(spec: ServerSpec) -> list[str]:
-    command = [sys.executable, "-m", "pytest_latency.sim", "--host", "127.0.0.1", "--port", "0"]
-    if spec.model:
-        command += ["--model", spec.model]
+DEFAULT_IMAGE = "pytest-latency/sim:local"
+DEFAULT_PORT = 8000
+# Options the container runner reads itself; every other option is a sim CLI flag.
+_CONTAINER_OPTIONS = frozenset({"network", "startup_timeout", "args"})
+
+
+def _sim_arguments(spec: ServerSpec, leave_out: frozenset[str] = frozenset()) -> list[str]:
+    arguments = ["--model", spec.model] if spec.model else []
     for name, value in sorted(spec.options.items()):
-        command += [f"--{name.replace('_', '-')}", str(value)]
-    return command
+        if name not in _CONTAINER_OPTIONS | leave_out:
+            arguments += [f"--{name.replace('_', '-')}", str(value)]
+    return arguments
+
+
+def _command(spec: ServerSpec) -> list[str]:
+    return [
+        sys.executable, "-m", "pytest_latency.sim", "--host", "127.0.0.1", "--port", "0",
+        *_sim_arguments(spec),
+    ]  # fmt: skip
+
+
+def container_spec(spec: ServerSpec) -> ContainerSpec:
+    """The embedded server from its image (``containers/sim``), e.g. to test the image."""
+    network = network_option(spec)
+    listen = listen_for(network, DEFAULT_PORT)
+    endpoint = spec.options.get("otlp_traces_endpoint")
+    exports = bool(endpoint) and network == "host"  # a bridge container cannot reach our loopback
+    unreachable = frozenset() if exports else frozenset({"otlp_traces_endpoint"})
+    arguments = _sim_arguments(spec, unreachable)
+    return ContainerSpec(
+        kind="sim",
+        image=spec.image or DEFAULT_IMAGE,
+        command=("--host", listen.host, "--port", str(listen.port), *arguments, *extra_args(spec)),
+        listen=listen,
+        served_model=spec.model,
+        network=network,
+        gpus=spec.gpus,
+        startup_timeout_s=startup_timeout(spec, START_TIMEOUT_S),
+        exports_spans=exports,
+    )
 
 
 def _read_url(process: subprocess.Popen[str], timeout_s: float) -> str:
@@ -64,6 +104,11 @@ def _stop(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
+def _exit_problem(process: subprocess.Popen[str]) -> str | None:
+    code = process.poll()
+    return None if code is None else f"embedded server process exited with code {code}"
+
+
 def _version() -> str:
     from importlib.metadata import version
 
@@ -93,6 +138,7 @@ def start(spec: ServerSpec) -> Iterator[ServerInfo]:
             },
             cold_start_s=time.monotonic() - started,
             exports_spans=bool(spec.options.get("otlp_traces_endpoint")),
+            exit_problem=lambda: _exit_problem(process),
         )
     finally:
         _stop(process)

@@ -149,3 +149,41 @@ def test_chunked_framing_split_anywhere(piece: int) -> None:
 
     status, timing, body, reusable = asyncio.run(main())
     assert (status, timing, body, reusable) == (200, "queue;dur=3", b"hello world", True)
+
+
+def test_a_connection_the_server_closed_silently_is_not_reused() -> None:
+    """llama.cpp's overflow threads close a connection after one response without
+    ``Connection: close``; reusing it before the loop notices the FIN would lose the next
+    request ("Server disconnected without sending a response"). Blocking the loop after
+    the first response makes that window certain: only the pool's check can catch it."""
+    from pytest_latency.driver.h1 import H1Pool
+
+    async def answer_once_then_close(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    async def main() -> list[int]:
+        server = await asyncio.start_server(answer_once_then_close, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = H1Pool("127.0.0.1", port, keepalive_expiry_s=30.0)
+        statuses = []
+        try:
+            for _ in range(2):
+                connection = await pool.acquire()
+                head = await connection.send(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+                await connection.read_body(lambda data, now_ns: False)
+                statuses.append(head.status)
+                pool.release(connection)
+                time.sleep(0.05)  # noqa: ASYNC251 - the FIN arrives; the loop must not run
+        finally:
+            pool.close()
+            server.close()
+            await server.wait_closed()
+        assert pool.opened == 2
+        return statuses
+
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == [200, 200]

@@ -1,0 +1,312 @@
+"""Model servers in containers, on testcontainers' ``DockerContainer``.
+
+Each kind's module turns a ``ServerSpec`` into a ``ContainerSpec`` (pure data, unit
+tested for the exact container it would start); ``run_container`` starts it, waits
+until the server answers its health URL, measures that as the cold start, and removes
+the container on every exit path. Testcontainers' reaper (Ryuk) is disabled because its
+image cannot be pulled everywhere; instead every container is labelled with the owning
+process, and containers whose owner died (killed CI jobs) are removed on the next start.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from pytest_latency.servers.base import ServerStartError
+from pytest_latency.spec import ServerSpec, parse_gpus
+
+Network = Literal["host", "bridge"]
+OWNER_PID_LABEL = "pytest-latency.owner-pid"
+OWNER_HOST_LABEL = "pytest-latency.owner-host"
+KIND_LABEL = "pytest-latency.kind"
+# Options every container kind accepts in ``server.options``; kinds add their own.
+COMMON_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
+LOG_TAIL_LINES = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Volume:
+    host_path: str
+    container_path: str
+    mode: Literal["ro", "rw"] = "rw"
+
+
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Where the server inside the container listens."""
+
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSpec:
+    """Exactly what ``docker run`` gets for one server (never a secret's value)."""
+
+    kind: str
+    image: str
+    command: tuple[str, ...]
+    listen: Listen
+    served_model: str | None  # the model name requests carry; None: ask /v1/models
+    network: Network = "host"
+    environment: Mapping[str, str] = field(default_factory=dict)
+    # Names copied from the test process's environment at start; values never logged.
+    secret_environment: tuple[str, ...] = ()
+    gpus: str | None = None
+    volumes: tuple[Volume, ...] = ()
+    shm_size: str | None = None
+    ipc_mode: str | None = None
+    health_path: str = "/health"
+    startup_timeout_s: float = 120.0
+    exports_spans: bool = False
+
+    def docker_kwargs(self) -> dict[str, Any]:
+        """docker-py ``containers.create`` arguments beyond image, command and env."""
+        kwargs: dict[str, Any] = {}
+        if self.network == "host":
+            kwargs["network_mode"] = "host"
+        if self.gpus is not None:
+            kwargs["device_requests"] = [gpu_request(self.gpus)]
+        if self.shm_size is not None:
+            kwargs["shm_size"] = self.shm_size
+        if self.ipc_mode is not None:
+            kwargs["ipc_mode"] = self.ipc_mode
+        return kwargs
+
+    def describe(self) -> str:
+        """One line for logs and errors: secrets appear by name only."""
+        secrets = "".join(f" {name}=<from environment>" for name in self.secret_environment)
+        return f"{self.image} {' '.join(self.command)} ({self.network} network{secrets})"
+
+
+def gpu_request(gpus: str) -> Any:
+    """``all``, a count (``2``) or device ids (``0,1``) as a docker-py DeviceRequest."""
+    from docker.types import DeviceRequest
+
+    text = parse_gpus(gpus)
+    if text == "all":
+        return DeviceRequest(count=-1, capabilities=[["gpu"]])
+    if text.isdigit():
+        return DeviceRequest(count=int(text), capabilities=[["gpu"]])
+    return DeviceRequest(
+        device_ids=[part.strip() for part in text.split(",")], capabilities=[["gpu"]]
+    )
+
+
+def free_port() -> int:
+    """An unused loopback port for a host-network server (picked, not assumed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def listen_for(network: Network, default_port: int) -> Listen:
+    """Host network: loopback on a free port. Bridge: all interfaces of the container."""
+    if network == "host":
+        return Listen("127.0.0.1", free_port())
+    return Listen("0.0.0.0", default_port)
+
+
+def check_options(spec: ServerSpec, accepted: frozenset[str]) -> None:
+    unknown = sorted(set(spec.options) - accepted - COMMON_OPTIONS)
+    if unknown:
+        raise ServerStartError(
+            f"server kind {spec.kind!r} has no option {', '.join(unknown)}; it accepts "
+            f"{', '.join(sorted(accepted | COMMON_OPTIONS))}"
+        )
+
+
+def network_option(spec: ServerSpec) -> Network:
+    value = spec.options.get("network", "host")
+    if value not in ("host", "bridge"):
+        raise ServerStartError(f"server option network must be host or bridge, got {value!r}")
+    return "host" if value == "host" else "bridge"
+
+
+def extra_args(spec: ServerSpec) -> tuple[str, ...]:
+    """``server.options.args``: arguments appended to the server's command line."""
+    value = spec.options.get("args", ())
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    raise ServerStartError(f"server option args must be a list of strings, got {value!r}")
+
+
+def extra_env(spec: ServerSpec) -> dict[str, str]:
+    value = spec.options.get("env", {})
+    if not isinstance(value, dict):
+        raise ServerStartError(f"server option env must be a mapping, got {value!r}")
+    return {str(key): str(item) for key, item in value.items()}
+
+
+def startup_timeout(spec: ServerSpec, default_s: float) -> float:
+    from pytest_latency._units import parse_duration
+
+    value = spec.options.get("startup_timeout")
+    if value is None:
+        return default_s
+    try:
+        return parse_duration(value)
+    except ValueError as error:
+        raise ServerStartError(f"server option startup_timeout: {error}") from None
+
+
+@dataclass(slots=True)
+class RunningContainer:
+    """A started container: where its server answers and how to tell if it is gone."""
+
+    spec: ContainerSpec
+    url: str
+    cold_start_s: float
+    container_id: str
+    image_id: str
+    _container: Any = field(repr=False)
+
+    def exit_problem(self) -> str | None:
+        """Why the server is gone (exit code and last log lines), or None while it runs."""
+        try:
+            self._container.reload()
+            state = self._container.attrs.get("State", {})
+        except Exception as error:  # the engine forgot it: removed from outside
+            return f"container {self.container_id[:12]} is gone ({type(error).__name__})"
+        if state.get("Running"):
+            return None
+        return (
+            f"container {self.container_id[:12]} ({self.spec.image}) exited with code "
+            f"{state.get('ExitCode')}{' (OOM-killed)' if state.get('OOMKilled') else ''}; "
+            f"last log lines:\n{_log_tail(self._container)}"
+        )
+
+
+def _log_tail(container: Any) -> str:
+    try:
+        logs = container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace").rstrip()
+    except Exception as error:  # the container may already be removed
+        return f"  (logs unavailable: {type(error).__name__})"
+    return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
+
+
+def _owner_alive(labels: Mapping[str, str]) -> bool:
+    if labels.get(OWNER_HOST_LABEL) != socket.gethostname():
+        return True  # another machine's container: not ours to judge
+    try:
+        os.kill(int(labels.get(OWNER_PID_LABEL, "0")), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_orphans(client: Any) -> list[str]:
+    """Remove containers this machine started for a test process that no longer runs."""
+    removed = []
+    for container in client.containers.list(all=True, filters={"label": OWNER_PID_LABEL}):
+        if not _owner_alive(container.labels):
+            container.remove(force=True)
+            removed.append(container.name)
+    return removed
+
+
+def _wait_ready(running: RunningContainer, started: float) -> None:
+    """Poll the health URL until 200, failing fast if the container exits."""
+    spec = running.spec
+    deadline = started + spec.startup_timeout_s
+    last = "no answer yet"
+    with httpx.Client(timeout=2.0, trust_env=False) as client:
+        while time.monotonic() < deadline:
+            problem = running.exit_problem()
+            if problem is not None:
+                raise ServerStartError(f"{spec.kind} server did not start: {problem}")
+            try:
+                response = client.get(f"{running.url}{spec.health_path}")
+                if response.status_code == 200:
+                    return
+                last = f"HTTP {response.status_code}"
+            except httpx.HTTPError as error:
+                last = f"{type(error).__name__}"
+            time.sleep(0.1)
+    raise ServerStartError(
+        f"{spec.kind} server at {running.url}{spec.health_path} not ready after "
+        f"{spec.startup_timeout_s:.0f}s ({last}); container {spec.describe()}; last log "
+        f"lines:\n{_log_tail(running._container)}"
+    )
+
+
+def _docker_container(spec: ContainerSpec) -> Any:
+    from testcontainers.core.container import DockerContainer
+
+    environment = dict(spec.environment)
+    environment.update(
+        {name: os.environ[name] for name in spec.secret_environment if name in os.environ}
+    )
+    container = DockerContainer(spec.image, env=environment).with_command(list(spec.command))
+    for volume in spec.volumes:
+        container.with_volume_mapping(volume.host_path, volume.container_path, volume.mode)
+    if spec.network == "bridge":
+        container.with_exposed_ports(spec.listen.port)
+    labels = {
+        OWNER_PID_LABEL: str(os.getpid()),
+        OWNER_HOST_LABEL: socket.gethostname(),
+        KIND_LABEL: spec.kind,
+    }
+    # with_kwargs replaces earlier kwargs: everything goes in one call.
+    return container.with_kwargs(labels=labels, **spec.docker_kwargs())
+
+
+@contextmanager
+def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
+    """Start ``spec``, wait until healthy, yield it; always remove the container."""
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+    try:
+        container = _docker_container(spec)
+        client = container.get_docker_client().client
+        remove_orphans(client)
+    except Exception as error:
+        raise ServerStartError(
+            f"cannot reach a Docker engine to start {spec.kind} ({type(error).__name__}: "
+            f"{error}); on a root machine `bash scripts/docker-engine.sh` installs and starts one"
+        ) from error
+    started = time.monotonic()
+    try:
+        container.start()
+    except Exception as error:
+        container.stop()
+        raise ServerStartError(
+            f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
+            + _image_hint(spec.image, error)
+        ) from error
+    try:
+        wrapped = container.get_wrapped_container()
+        if spec.network == "host":
+            url = f"http://127.0.0.1:{spec.listen.port}"
+        else:
+            url = f"http://127.0.0.1:{container.get_exposed_port(spec.listen.port)}"
+        running = RunningContainer(
+            spec=spec,
+            url=url,
+            cold_start_s=0.0,
+            container_id=wrapped.id,
+            image_id=str(wrapped.image.id),
+            _container=wrapped,
+        )
+        _wait_ready(running, started)
+        running.cold_start_s = time.monotonic() - started
+        yield running
+    finally:
+        container.stop()  # force-removes, on every exit path (KeyboardInterrupt included)
+
+
+def _image_hint(image: str, error: Exception) -> str:
+    if "pytest-latency/" in image and ("not found" in str(error) or "pull" in str(error)):
+        return "; build the project's images with `bash scripts/container-images.sh`"
+    return ""

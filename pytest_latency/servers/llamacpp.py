@@ -1,0 +1,72 @@
+"""llama.cpp's ``llama-server``: the real model server that runs on CPU in CI.
+
+The default image is the project's (``bash scripts/container-images.sh`` builds it from
+the llama-cpp-python sdist, with a tiny random-weight model baked in). The upstream
+``ghcr.io/ggml-org/llama.cpp:server`` images have the same entrypoint, so
+``--latency-image`` can name them; with ``--latency-gpus`` the CUDA image is the
+default and every layer is offloaded (``-ngl``). A host ``.gguf`` path given as the
+model is mounted read-only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_latency.servers.container import (
+    ContainerSpec,
+    Volume,
+    check_options,
+    extra_args,
+    extra_env,
+    listen_for,
+    network_option,
+    startup_timeout,
+)
+from pytest_latency.spec import ServerSpec
+
+DEFAULT_IMAGE = "pytest-latency/llamacpp:local"
+DEFAULT_GPU_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"
+BUNDLED_MODEL = "/models/tiny-random-llama.gguf"
+DEFAULT_PORT = 8080
+HOST_MODEL_DIR = "/models/host"
+OPTIONS = frozenset({"parallel", "threads", "ctx_size"})
+DEFAULTS = {"parallel": 4, "threads": 1, "ctx_size": 8192}
+
+
+def container_spec(spec: ServerSpec) -> ContainerSpec:
+    check_options(spec, OPTIONS)
+    network = network_option(spec)
+    listen = listen_for(network, DEFAULT_PORT)
+    settings = {name: int(spec.options.get(name, default)) for name, default in DEFAULTS.items()}  # type: ignore[call-overload]
+    volumes: tuple[Volume, ...] = ()
+    model_path = spec.model or BUNDLED_MODEL
+    host_file = Path(model_path).expanduser()
+    if spec.model and host_file.is_file():
+        volumes = (Volume(str(host_file.parent.resolve()), HOST_MODEL_DIR, "ro"),)
+        model_path = f"{HOST_MODEL_DIR}/{host_file.name}"
+    alias = Path(model_path).stem
+    command = [
+        "--model", model_path,
+        "--alias", alias,
+        "--host", listen.host,
+        "--port", str(listen.port),
+        "--metrics",  # /metrics: requests_processing, requests_deferred, token counters
+        "--parallel", str(settings["parallel"]),
+        "--threads", str(settings["threads"]),
+        # The context is shared by the slots: each slot gets ctx_size / parallel tokens.
+        "--ctx-size", str(settings["ctx_size"]),
+    ]  # fmt: skip
+    if spec.gpus:
+        command += ["--n-gpu-layers", "999"]
+    return ContainerSpec(
+        kind="llamacpp",
+        image=spec.image or (DEFAULT_GPU_IMAGE if spec.gpus else DEFAULT_IMAGE),
+        command=(*command, *extra_args(spec)),
+        listen=listen,
+        served_model=alias,
+        network=network,
+        environment=extra_env(spec),
+        gpus=spec.gpus,
+        volumes=volumes,
+        startup_timeout_s=startup_timeout(spec, 120.0),
+    )

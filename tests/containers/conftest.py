@@ -1,0 +1,53 @@
+"""Container tests need a Docker engine and the project's images.
+
+Under ``CI=true`` a missing engine or image is a failure; elsewhere the tests skip with
+how to enable them. ``bash scripts/container-images.sh`` installs and starts Docker (as
+root) and builds the images; ``scripts/test.sh`` runs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+ENABLE_HINT = (
+    "run `bash scripts/container-images.sh` (installs and starts Docker as root, builds "
+    "the images; the llama.cpp image takes ~20-30 min once)"
+)
+
+
+def _require(reason: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"container tests must run under CI=true, but {reason}", pytrace=False)
+    pytest.skip(f"{reason}; {ENABLE_HINT}")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[Any]:
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception as error:
+        _require(f"no Docker engine answers ({type(error).__name__})")
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+    yield client
+    client.close()
+
+
+def require_image(client: Any, image: str) -> None:
+    import docker.errors
+
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        _require(f"the image {image} is not built")
+
+
+def our_containers(client: Any) -> list[Any]:
+    """Containers pytest-latency started that still exist (running or not)."""
+    return list(client.containers.list(all=True, filters={"label": "pytest-latency.kind"}))

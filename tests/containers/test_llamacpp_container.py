@@ -1,0 +1,193 @@
+"""The real llama.cpp server in a real container: a spec file, a burst, a crash, Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.containers.conftest import our_containers, require_image
+
+IMAGE = "pytest-latency/llamacpp:local"
+
+# One slot, ~50 ms per 128-token answer on one CPU thread: 4/s is light load, a 40/s
+# burst offers about twice what the slot can serve, so requests wait (deferred).
+SPEC = """\
+server: {kind: llamacpp, options: {parallel: 1}}
+workload:
+  seed: 5
+  input_tokens: [40, 80]
+  output_tokens: 128
+  phases:
+    - {name: steady, arrival: poisson, rate: 4, duration: 6s}
+    - {name: burst, arrival: poisson, rate: 40, duration: 2s}
+objectives:
+  - {metric: error_rate, max: 5%}
+"""
+
+
+@pytest.fixture
+def llamacpp_image(docker_client: Any) -> str:
+    require_image(docker_client, IMAGE)
+    return IMAGE
+
+
+def _per_phase(requests: list[dict[str, Any]], phase: str, field: str) -> np.ndarray:
+    return np.array([r[field] for r in requests if r["phase"] == phase], dtype=float)
+
+
+def test_spec_file_runs_steady_and_burst_against_the_real_server(
+    pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
+) -> None:
+    pytester.makefile(".slo.yaml", llama=SPEC)
+    result = pytester.runpytest("--latency-json", "run.json", "-v")
+    result.assert_outcomes(passed=1)
+    (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
+    server = run["server"]
+    assert server["kind"] == "llamacpp" and server["image"] == llamacpp_image
+    assert server["model"] == "tiny-random-llama"
+    assert 0 < server["cold_start_s"] < 120
+    requests = run["requests"]
+    assert len(requests) == sum(phase["offered"] for phase in run["phases"]) > 20
+    assert {r["status"] for r in requests} == {"ok"}
+    # Real token counts from the server's usage: ignore_eos holds random weights to the cap.
+    assert {r["output_tokens_source"] for r in requests} == {"usage"}
+    assert {r["output_tokens"] for r in requests} == {128}
+    # llama.cpp's last chunk reports its own prompt time for every request.
+    assert all(r["prefill_s"] is not None and r["prefill_s"] > 0 for r in requests)
+    # Under the burst, requests wait for the slot (requests_deferred > 0), so TTFT grows
+    # by queueing while the per-token pace of the one running request does not change.
+    deferred = [v for v in run["server_metrics"]["waiting"] if v is not None]
+    assert max(deferred) > 0
+    ttft_growth = np.percentile(_per_phase(requests, "burst", "ttft_s"), 90) / np.percentile(
+        _per_phase(requests, "steady", "ttft_s"), 90
+    )
+    itl = {
+        phase: np.median(np.concatenate([r["itl_s"] for r in requests if r["phase"] == phase]))
+        for phase in ("steady", "burst")
+    }
+    assert ttft_growth > 10.0
+    # Sub-millisecond gaps on a shared 2-core machine: 2x is the noise allowance, still
+    # far from the TTFT growth (typically hundreds of times).
+    assert 0.5 < itl["burst"] / itl["steady"] < 2.0
+    assert our_containers(docker_client) == []
+
+
+def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover(
+    pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
+) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import threading
+
+        import docker
+
+        from pytest_latency import ServerSpec, objective, steady
+
+        def kill_our_llamacpp():
+            client = docker.from_env()
+            for container in client.containers.list(
+                filters={"label": ["pytest-latency.kind=llamacpp",
+                                   f"pytest-latency.owner-pid={os.getpid()}"]}
+            ):
+                container.kill()
+
+        def test_killed(latency):
+            threading.Timer(2.0, kill_our_llamacpp).start()
+            result = latency.run(
+                steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48,
+                seed=2, server=ServerSpec(kind="llamacpp", options={"parallel": 2}),
+            )
+            result.assert_slo(objective("error_rate", max="5%"))
+        """
+    )
+    result = pytester.runpytest("--latency-json", "run.json")
+    result.assert_outcomes(failed=1)
+    exited = "*SERVER EXITED DURING THE RUN: container * exited with code 137*"
+    result.stdout.fnmatch_lines([exited])
+    result.stdout.fnmatch_lines(["*the server exited during the run*"])
+    (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
+    assert "exited with code 137" in run["server"]["exited_during_run"]
+    requests = run["requests"]
+    assert len(requests) == run["phases"][0]["offered"]
+    assert len({r["id"] for r in requests}) == len(requests)  # one record each
+    statuses = {r["status"] for r in requests}
+    assert "ok" in statuses  # before the kill
+    failed = [r for r in requests if r["status"] != "ok"]
+    assert failed and all(r["error"] for r in failed)
+    assert {r["status"] for r in failed} <= {"connection_error", "protocol_error", "timeout"}
+    assert our_containers(docker_client) == []
+
+
+def test_ctrl_c_mid_run_removes_the_container(
+    pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
+) -> None:
+    pytester.makepyfile(
+        """
+        from pytest_latency import ServerSpec, steady
+
+        def test_long(latency):
+            latency.run(steady(rate=2, duration_s=60), output_tokens=16, seed=1,
+                        server=ServerSpec(kind="llamacpp"))
+        """
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=pytester.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        owner = f"pytest-latency.owner-pid={process.pid}"
+        deadline = time.monotonic() + 60
+        while not docker_client.containers.list(filters={"label": owner}):
+            assert time.monotonic() < deadline and process.poll() is None, "no container started"
+            time.sleep(0.2)
+        time.sleep(3)  # mid-run: the server is up and serving
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert "interrupted" in output  # pytest reports the Ctrl-C (our RunInterrupted)
+    assert docker_client.containers.list(all=True, filters={"label": owner}) == []
+
+
+def test_containers_of_a_dead_test_process_are_removed_on_the_next_start(
+    docker_client: Any,
+) -> None:
+    from pytest_latency.servers.container import (
+        OWNER_HOST_LABEL,
+        OWNER_PID_LABEL,
+        remove_orphans,
+    )
+
+    require_image(docker_client, "pytest-latency/base:bookworm")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs (reuse within the test is vanishingly rare)
+    orphan = docker_client.containers.run(
+        "pytest-latency/base:bookworm",
+        ["sleep", "120"],
+        detach=True,
+        network_mode="none",
+        labels={
+            OWNER_PID_LABEL: str(dead.pid),
+            OWNER_HOST_LABEL: os.uname().nodename,
+            "pytest-latency.kind": "orphan-test",
+        },
+    )
+    try:
+        assert orphan.name in remove_orphans(docker_client)
+        assert docker_client.containers.list(all=True, filters={"id": orphan.id}) == []
+    finally:
+        for leftover in docker_client.containers.list(all=True, filters={"id": orphan.id}):
+            leftover.remove(force=True)
