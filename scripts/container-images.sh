@@ -4,7 +4,7 @@
 #   pytest-latency/sim:local        the embedded reference server
 #   pytest-latency/llamacpp:local   llama.cpp's llama-server with a tiny random model
 # Each image carries a label with the hash of what went into it; an image whose label
-# matches is reused, so only the first run pays for the llama.cpp build (~20-30 min on
+# matches is reused, so only the first run pays for the llama.cpp build (~5 min on
 # two cores). Users with a registry can skip debootstrap: LATENCY_BASE_IMAGE=python:3.11-slim
 # (runs the servers) and LATENCY_BUILD_IMAGE=debian:bookworm (builds llama.cpp).
 set -euo pipefail
@@ -104,7 +104,7 @@ if [ "$(image_hash pytest-latency/llamacpp:local)" != "$hash" ]; then
     cp containers/llamacpp/Dockerfile containers/llamacpp/write_model.py "$work/llamacpp/"
     ln "$sdist" "$work/llamacpp/" 2>/dev/null || cp "$sdist" "$work/llamacpp/"
     pip_quiet download --only-binary :all: --dest "$work/llamacpp/wheels" gguf
-    echo "container-images: the llama.cpp build takes ~20-30 minutes on two cores"
+    echo "container-images: the llama.cpp build takes ~5 minutes on two cores"
     build pytest-latency/llamacpp:local "$work/llamacpp" "$hash" \
         --build-arg "BUILD_IMAGE=$build_image" --build-arg "BASE_IMAGE=$base_image" \
         --build-arg "JOBS=$(nproc)"

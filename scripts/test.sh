@@ -8,7 +8,7 @@ python3 -m venv .venv
 .venv/bin/ruff check pytest_latency tests examples benchmarks containers
 .venv/bin/mypy
 # The container tests need a Docker engine and the project's images (the llama.cpp
-# image builds once, ~35 min on two cores, then is reused). Under CI=true they must
+# image builds once, ~5 min on two cores, then is reused). Under CI=true they must
 # run, so a failure here stops the job; elsewhere they skip and say how to enable them.
 if [ "${CI:-}" = "true" ]; then
     LATENCY_BUILD_PYTHON=.venv/bin/python bash scripts/container-images.sh

@@ -30,6 +30,7 @@ KIND_LABEL = "pytest-latency.kind"
 # Options every container kind accepts in ``server.options``; kinds add their own.
 COMMON_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
 LOG_TAIL_LINES = 40
+LOCAL_IMAGE_PREFIX = "pytest-latency/"  # images scripts/container-images.sh builds
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,21 +272,26 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
         container = _docker_container(spec)
         client = container.get_docker_client().client
         remove_orphans(client)
+        local = bool(client.images.list(name=spec.image))
     except Exception as error:
         raise ServerStartError(
             f"cannot reach a Docker engine to start {spec.kind} ({type(error).__name__}: "
             f"{error}); on a root machine `bash scripts/docker-engine.sh` installs and starts one"
         ) from error
+    if not local and spec.image.startswith(LOCAL_IMAGE_PREFIX):
+        # Built here, never published: pulling would only ask a registry for nothing.
+        raise ServerStartError(
+            f"image {spec.image} is not on this Docker engine; build the project's images "
+            "with `bash scripts/container-images.sh`"
+        )
     started = time.monotonic()
     try:
-        container.start()
-    except Exception as error:
-        container.stop()
-        raise ServerStartError(
-            f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
-            + _image_hint(spec.image, error)
-        ) from error
-    try:
+        try:
+            container.start()
+        except Exception as error:
+            raise ServerStartError(
+                f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
+            ) from error
         wrapped = container.get_wrapped_container()
         if spec.network == "host":
             url = f"http://127.0.0.1:{spec.listen.port}"
@@ -304,9 +310,3 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
         yield running
     finally:
         container.stop()  # force-removes, on every exit path (KeyboardInterrupt included)
-
-
-def _image_hint(image: str, error: Exception) -> str:
-    if "pytest-latency/" in image and ("not found" in str(error) or "pull" in str(error)):
-        return "; build the project's images with `bash scripts/container-images.sh`"
-    return ""
