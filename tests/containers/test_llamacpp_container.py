@@ -132,15 +132,22 @@ def test_ctrl_c_mid_run_removes_the_container(
 ) -> None:
     pytester.makepyfile(
         """
-        from pytest_latency import ServerSpec, steady
+        from pytest_latency import steady
 
         def test_long(latency):
-            latency.run(steady(rate=2, duration_s=60), output_tokens=16, seed=1,
-                        server=ServerSpec(kind="llamacpp"))
+            latency.run(steady(rate=2, duration_s=60), output_tokens=16, seed=1)
         """
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--latency-server=llamacpp",
+        ],
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

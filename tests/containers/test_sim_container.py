@@ -26,12 +26,16 @@ def test_sim_image_serves_a_run_with_spans_and_leaves_no_container(
                 input_tokens=(50, 100), output_tokens=20, seed=3,
             )
             assert result.offered > 0
+
+        def test_a_second_test_shares_the_sessions_container(latency):
+            latency.run(steady(rate=4, duration_s=1), output_tokens=5, seed=4)
         """
     )
     result = pytester.runpytest(f"--latency-image={IMAGE}", "--latency-json", "run.json")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*server cold start (start to healthy): *s*"])
-    (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
+    run, second = json.loads((pytester.path / "run.json").read_text())["runs"]
+    assert second["server"]["container"] == run["server"]["container"]  # one per session
     server = run["server"]
     assert server["kind"] == "sim" and server["image"] == IMAGE
     assert server["network"] == "host" and server["url"].startswith("http://127.0.0.1:")
