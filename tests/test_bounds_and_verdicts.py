@@ -100,3 +100,36 @@ def test_percentiles_match_numpys_linear_definition():
         assert np.allclose(percentiles(values, points), np.percentile(values, points), rtol=1e-12)
     assert percentiles([1.0, math.inf, math.inf], [50, 99]) == [math.inf, math.inf]
     assert math.isnan(percentiles([], [50])[0])
+
+
+@pytest.mark.parametrize(
+    "kind", ["lognormal", "ties", "with_inf", "sorted", "two_values", "bracket_misses"]
+)
+def test_bracketed_order_statistics_are_exact(kind, monkeypatch):
+    """Large arrays take the sampled-bracket path; its answer must equal a full sort's,
+    including when ties, infinities or a sample that misses the rank are involved."""
+    from pytest_latency.analysis import percentiles as module
+
+    rng = np.random.default_rng(11)
+    n = 300_000
+    values = {
+        "lognormal": rng.lognormal(-3.5, 0.3, n),
+        "ties": np.round(rng.lognormal(-3.5, 0.3, n), 3),
+        "with_inf": np.where(rng.random(n) < 0.02, math.inf, rng.lognormal(size=n)),
+        "sorted": np.sort(rng.random(n)),
+        "two_values": np.where(rng.random(n) < 0.5, 0.01, 0.02),
+        "bracket_misses": rng.lognormal(size=n),
+    }[kind]
+    monkeypatch.setattr(module, "BRACKETED_SELECTION_MIN", 1000)
+    monkeypatch.setattr(module, "_BRACKET_SAMPLE", 2000)
+    if kind == "bracket_misses":  # brackets far too narrow: the fallback must answer
+        monkeypatch.setattr(module.math, "sqrt", lambda x: 0.0)
+    ranks = [0, 1, n // 2, n // 2 + 1, int(0.95 * (n - 1)), int(0.99 * (n - 1)), n - 2, n - 1]
+    truth = np.sort(values)
+    assert module.order_statistics(values, ranks) == {rank: float(truth[rank]) for rank in ranks}
+    if kind == "with_inf":
+        return  # numpy interpolates inf - inf to NaN; ours keeps inf (tested above)
+    points = [1, 50, 95, 99, 99.9]
+    assert module.percentiles(values, points) == pytest.approx(
+        np.percentile(values, points).tolist(), rel=1e-12
+    )
