@@ -45,6 +45,7 @@ class LatencySession:
         self.runs: list[LatencyResult] = []
         self._on_run = on_run
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
+        self._failed_starts: dict[tuple[object, ...], ServerStartError] = {}
         self._stack = ExitStack()
         self.baseline = load_baseline(options.baseline) if options.baseline else None
         self.telemetry = TelemetryHub(
@@ -59,11 +60,11 @@ class LatencySession:
     def resolve(self, spec: ServerSpec | None) -> ServerSpec:
         """A spec file's server, unless ``--latency-server`` was given explicitly."""
         chosen = self.options.server if spec is None or self.options.server_explicit else spec
-        flags = {
-            "model": self.options.model,
-            "image": self.options.image,
-            "gpus": self.options.gpus,
-        }
+        flags: dict[str, str | None] = {"model": self.options.model}
+        if chosen.kind == self.options.server.kind:
+            # --latency-image/--latency-gpus go with --latency-server's kind: a vLLM
+            # image must not land on a spec file's embedded server.
+            flags |= {"image": self.options.image, "gpus": self.options.gpus}
         missing = {
             name: value for name, value in flags.items() if value and not getattr(chosen, name)
         }
@@ -79,8 +80,16 @@ class LatencySession:
             }
             resolved = dataclasses.replace(resolved, options=options)
         key = _server_key(resolved)
+        if key in self._failed_starts:  # one failed start per session, not one per test
+            raise ServerStartError(
+                f"{self._failed_starts[key]} (failed earlier in this session; not retried)"
+            )
         if key not in self._servers:
-            self._servers[key] = self._stack.enter_context(start_server(resolved))
+            try:
+                self._servers[key] = self._stack.enter_context(start_server(resolved))
+            except ServerStartError as error:
+                self._failed_starts[key] = error
+                raise
         info = self._servers[key]
         gone = info.exit_problem() if info.exit_problem is not None else None
         if gone is not None:  # died during an earlier test: say so, do not measure a corpse

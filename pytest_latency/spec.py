@@ -231,14 +231,25 @@ _GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
 
 
 def parse_gpus(value: object) -> str:
-    """``all``, a count (``2``) or device ids (``0,1`` or ``GPU-<uuid>``); ValueError otherwise."""
-    text = (
-        str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-    )
-    ids = [part.strip() for part in text.split(",")]
-    if text == "all" or text.isdigit() or all(_GPU_ID.fullmatch(part) for part in ids):
+    """GPUs as Docker's ``--gpus`` takes them; ValueError otherwise.
+
+    ``all``; a count (``2``: any two GPUs); or device ids: ``device=1`` for one device,
+    ``0,1`` or ``device=0,1`` for several, ``GPU-<uuid>`` as well. A bare single number
+    is a count, as in Docker; ``0`` is refused (leave gpus out for none).
+    """
+    problem = f"gpus must be all, a count, or device ids (device=1, 0,1); got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(problem)
+    text = str(value).strip()
+    if text == "all" or (text.isdigit() and int(text) > 0):
         return text
-    raise ValueError(f"gpus must be all, a count, or device ids like 0,1; got {value!r}")
+    ids = [part.strip() for part in text.removeprefix("device=").split(",")]
+    if "," in text or text.startswith("device="):
+        if all(_GPU_ID.fullmatch(part) for part in ids):
+            return text
+    elif _GPU_ID.fullmatch(text) and not text.isdigit():
+        return text
+    raise ValueError(problem)
 
 
 def objective(

@@ -8,6 +8,7 @@
 # two cores). Users with a registry can skip debootstrap: LATENCY_BASE_IMAGE=python:3.11-slim
 # (runs the servers) and LATENCY_BUILD_IMAGE=debian:bookworm (builds llama.cpp).
 set -euo pipefail
+export LC_ALL=C  # file lists sort the same everywhere, so input hashes do too
 cd "$(dirname "$0")/.."
 repo="$PWD"
 
@@ -18,6 +19,12 @@ llama_cpp_python_version="0.3.36"
 llama_cpp_python_sha256="832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 base_packages="python3,python3-venv,cmake,g++,make,ca-certificates"
 python="${LATENCY_BUILD_PYTHON:-python3}"
+# Wheels go into images whose Python is Debian bookworm's 3.11 (or the given base
+# image's: LATENCY_IMAGE_PYTHON=3.12), whatever Python runs this script.
+image_python="${LATENCY_IMAGE_PYTHON:-3.11}"
+target_wheels=(--only-binary :all: --python-version "$image_python" --implementation cp
+    --platform "manylinux2014_$(uname -m)" --platform "manylinux_2_28_$(uname -m)"
+    --platform "manylinux_2_34_$(uname -m)")
 mkdir -p "$cache"
 
 pip_quiet() {  # pip, its noise kept in a log that is shown only if it fails
@@ -78,12 +85,13 @@ trap 'rm -rf "$work"' EXIT
 
 # 2. The embedded server: the project's wheel and its dependencies in the context.
 # Hash the sources, not the wheels: wheels carry timestamps and would never match.
-hash="$(inputs_hash "$base_image" "$(image_hash "$base_image")" containers/sim/Dockerfile \
+hash="$(inputs_hash "$base_image" "$(image_hash "$base_image")" "$image_python" containers/sim/Dockerfile \
     pyproject.toml $(find pytest_latency -name '*.py' | sort))"
 if [ "$(image_hash pytest-latency/sim:local)" != "$hash" ]; then
     mkdir -p "$work/sim/wheels"
     cp containers/sim/Dockerfile "$work/sim/"
-    pip_quiet wheel --wheel-dir "$work/sim/wheels" "$repo"
+    pip_quiet wheel --no-deps --wheel-dir "$work/sim/wheels" "$repo"
+    pip_quiet download "${target_wheels[@]}" --dest "$work/sim/wheels" "$work"/sim/wheels/*.whl
     build pytest-latency/sim:local "$work/sim" "$hash" --build-arg "BASE_IMAGE=$base_image"
 fi
 echo "container-images: pytest-latency/sim:local ready"
@@ -97,13 +105,13 @@ if ! echo "$llama_cpp_python_sha256  $sdist" | sha256sum --check --status 2>/dev
     echo "$llama_cpp_python_sha256  $sdist" | sha256sum --check --status \
         || { echo "container-images: $sdist does not have the expected sha256" >&2; exit 1; }
 fi
-hash="$(inputs_hash "$build_image" "$base_image" "$(image_hash "$base_image")" \
+hash="$(inputs_hash "$build_image" "$base_image" "$(image_hash "$base_image")" "$image_python" \
     containers/llamacpp/Dockerfile containers/llamacpp/write_model.py "$llama_cpp_python_sha256")"
 if [ "$(image_hash pytest-latency/llamacpp:local)" != "$hash" ]; then
     mkdir -p "$work/llamacpp/wheels"
     cp containers/llamacpp/Dockerfile containers/llamacpp/write_model.py "$work/llamacpp/"
     ln "$sdist" "$work/llamacpp/" 2>/dev/null || cp "$sdist" "$work/llamacpp/"
-    pip_quiet download --only-binary :all: --dest "$work/llamacpp/wheels" gguf
+    pip_quiet download "${target_wheels[@]}" --dest "$work/llamacpp/wheels" gguf
     echo "container-images: the llama.cpp build takes ~5 minutes on two cores"
     build pytest-latency/llamacpp:local "$work/llamacpp" "$hash" \
         --build-arg "BUILD_IMAGE=$build_image" --build-arg "BASE_IMAGE=$base_image" \

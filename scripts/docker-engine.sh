@@ -21,7 +21,22 @@ EOF
     exit 1
 fi
 
+# A systemd machine whose engine is merely stopped: start that one, configured as it is
+# (never a second dockerd beside it). Without systemd (these VMs) there is none to start.
+if [ -d /run/systemd/system ] && systemctl cat docker.service >/dev/null 2>&1; then
+    if systemctl start docker && docker info >/dev/null 2>&1; then
+        echo "docker-engine: started the machine's own engine (systemctl start docker)"
+        exit 0
+    fi
+    echo "docker-engine: systemctl start docker did not give an engine; see journalctl -u docker" >&2
+    exit 1
+fi
+
 if ! command -v dockerd >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || {
+        echo "docker-engine: no Docker engine and no apt-get to install one; install Docker, then run this again" >&2
+        exit 1
+    }
     echo "docker-engine: installing Debian's docker.io"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
@@ -29,7 +44,8 @@ if ! command -v dockerd >/dev/null 2>&1; then
 fi
 
 echo "docker-engine: starting dockerd (log: $log_file)"
-# setsid: the engine outlives this script and the test run that called it.
+# No bridge and no iptables: these machines allow neither, so every container runs with
+# host networking. setsid: the engine outlives this script and the test run.
 setsid dockerd --bridge=none --iptables=false --ip6tables=false \
     >"$log_file" 2>&1 </dev/null &
 

@@ -3,9 +3,8 @@
 Each kind's module turns a ``ServerSpec`` into a ``ContainerSpec`` (pure data, unit
 tested for the exact container it would start); ``run_container`` starts it, waits
 until the server answers its health URL, measures that as the cold start, and removes
-the container on every exit path. Testcontainers' reaper (Ryuk) is disabled because its
-image cannot be pulled everywhere; instead every container is labelled with the owning
-process, and containers whose owner died (killed CI jobs) are removed on the next start.
+the container on every exit path. Containers whose owning test process died are
+removed on the next start (``ownership.py``; testcontainers' reaper is disabled).
 """
 
 from __future__ import annotations
@@ -16,17 +15,16 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
 
 from pytest_latency.servers.base import ServerStartError
+from pytest_latency.servers.ownership import owner_labels, remove_orphans
 from pytest_latency.spec import ServerSpec, parse_gpus
 
 Network = Literal["host", "bridge"]
-OWNER_PID_LABEL = "pytest-latency.owner-pid"
-OWNER_HOST_LABEL = "pytest-latency.owner-host"
-KIND_LABEL = "pytest-latency.kind"
 # Options every container kind accepts in ``server.options``; kinds add their own.
 COMMON_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
 LOG_TAIL_LINES = 40
@@ -73,7 +71,9 @@ class ContainerSpec:
         """docker-py ``containers.create`` arguments beyond image, command and env."""
         kwargs: dict[str, Any] = {}
         if self.network == "host":
-            kwargs["network_mode"] = "host"
+            # `network`, not `network_mode`: testcontainers injects its own `network`
+            # (Docker-in-Docker jobs), which would silently replace a network_mode.
+            kwargs["network"] = "host"
         if self.gpus is not None:
             kwargs["device_requests"] = [gpu_request(self.gpus)]
         if self.shm_size is not None:
@@ -89,7 +89,7 @@ class ContainerSpec:
 
 
 def gpu_request(gpus: str) -> Any:
-    """``all``, a count (``2``) or device ids (``0,1``) as a docker-py DeviceRequest."""
+    """``all``, a count (``2``) or device ids (``device=1``, ``0,1``) as a DeviceRequest."""
     from docker.types import DeviceRequest
 
     text = parse_gpus(gpus)
@@ -97,9 +97,8 @@ def gpu_request(gpus: str) -> Any:
         return DeviceRequest(count=-1, capabilities=[["gpu"]])
     if text.isdigit():
         return DeviceRequest(count=int(text), capabilities=[["gpu"]])
-    return DeviceRequest(
-        device_ids=[part.strip() for part in text.split(",")], capabilities=[["gpu"]]
-    )
+    ids = [part.strip() for part in text.removeprefix("device=").split(",")]
+    return DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
 
 
 def free_port() -> int:
@@ -196,28 +195,6 @@ def _log_tail(container: Any) -> str:
     return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
 
 
-def _owner_alive(labels: Mapping[str, str]) -> bool:
-    if labels.get(OWNER_HOST_LABEL) != socket.gethostname():
-        return True  # another machine's container: not ours to judge
-    try:
-        os.kill(int(labels.get(OWNER_PID_LABEL, "0")), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def remove_orphans(client: Any) -> list[str]:
-    """Remove containers this machine started for a test process that no longer runs."""
-    removed = []
-    for container in client.containers.list(all=True, filters={"label": OWNER_PID_LABEL}):
-        if not _owner_alive(container.labels):
-            container.remove(force=True)
-            removed.append(container.name)
-    return removed
-
-
 def _wait_ready(running: RunningContainer, started: float) -> None:
     """Poll the health URL until 200, failing fast if the container exits."""
     spec = running.spec
@@ -255,13 +232,39 @@ def _docker_container(spec: ContainerSpec) -> Any:
         container.with_volume_mapping(volume.host_path, volume.container_path, volume.mode)
     if spec.network == "bridge":
         container.with_exposed_ports(spec.listen.port)
-    labels = {
-        OWNER_PID_LABEL: str(os.getpid()),
-        OWNER_HOST_LABEL: socket.gethostname(),
-        KIND_LABEL: spec.kind,
-    }
     # with_kwargs replaces earlier kwargs: everything goes in one call.
-    return container.with_kwargs(labels=labels, **spec.docker_kwargs())
+    return container.with_kwargs(labels=owner_labels(spec.kind), **spec.docker_kwargs())
+
+
+def _prepare_host(spec: ContainerSpec, client: Any) -> None:
+    """Host folders to mount exist, the image is here: neither counts as cold start."""
+    for volume in spec.volumes:
+        if volume.mode == "rw" and os.path.isabs(volume.host_path):
+            Path(volume.host_path).mkdir(parents=True, exist_ok=True)
+    if client.images.list(name=spec.image):
+        return
+    if spec.image.startswith(LOCAL_IMAGE_PREFIX):
+        # Built here, never published: pulling would only ask a registry for nothing.
+        raise ServerStartError(
+            f"image {spec.image} is not on this Docker engine; build the project's images "
+            "with `bash scripts/container-images.sh`"
+        )
+    try:
+        client.images.pull(spec.image)
+    except Exception as error:
+        raise ServerStartError(
+            f"cannot pull {spec.image} for {spec.kind}: {type(error).__name__}: {error}"
+        ) from error
+
+
+def _remove(container: Any) -> None:
+    """Force-remove; a failure here must not hide why the run ended."""
+    try:
+        container.stop()
+    except Exception as error:  # already gone, or the engine went away
+        import warnings
+
+        warnings.warn(f"could not remove a server container: {error}", stacklevel=3)
 
 
 @contextmanager
@@ -271,20 +274,15 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
     try:
         container = _docker_container(spec)
         client = container.get_docker_client().client
-        remove_orphans(client)
-        local = bool(client.images.list(name=spec.image))
+        client.ping()
     except Exception as error:
         raise ServerStartError(
             f"cannot reach a Docker engine to start {spec.kind} ({type(error).__name__}: "
             f"{error}); on a root machine `bash scripts/docker-engine.sh` installs and starts one"
         ) from error
-    if not local and spec.image.startswith(LOCAL_IMAGE_PREFIX):
-        # Built here, never published: pulling would only ask a registry for nothing.
-        raise ServerStartError(
-            f"image {spec.image} is not on this Docker engine; build the project's images "
-            "with `bash scripts/container-images.sh`"
-        )
-    started = time.monotonic()
+    remove_orphans(client)
+    _prepare_host(spec, client)
+    started = time.monotonic()  # cold start: from create to healthy, the image present
     try:
         try:
             container.start()
@@ -296,7 +294,8 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
         if spec.network == "host":
             url = f"http://127.0.0.1:{spec.listen.port}"
         else:
-            url = f"http://127.0.0.1:{container.get_exposed_port(spec.listen.port)}"
+            host = container.get_container_host_ip()
+            url = f"http://{host}:{container.get_exposed_port(spec.listen.port)}"
         running = RunningContainer(
             spec=spec,
             url=url,
@@ -309,4 +308,4 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
         running.cold_start_s = time.monotonic() - started
         yield running
     finally:
-        container.stop()  # force-removes, on every exit path (KeyboardInterrupt included)
+        _remove(container)  # on every exit path (KeyboardInterrupt included)

@@ -31,9 +31,8 @@ def token_names() -> tuple[str, ...]:
 def cache_volume(spec: ServerSpec, container_path: str) -> Volume:
     """The host's model cache (``server.options.model_cache``, default ~/.cache/huggingface)."""
     raw = spec.options.get("model_cache") or os.environ.get("HF_HOME") or "~/.cache/huggingface"
-    host = Path(str(raw)).expanduser()
-    host.mkdir(parents=True, exist_ok=True)
-    return Volume(str(host.resolve()), container_path, "rw")
+    # Created when the container starts (run_container), not here: specs stay pure.
+    return Volume(str(Path(str(raw)).expanduser().resolve()), container_path, "rw")
 
 
 def require_model(spec: ServerSpec) -> str:

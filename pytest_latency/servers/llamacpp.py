@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.container import (
     ContainerSpec,
     Volume,
@@ -33,17 +34,41 @@ OPTIONS = frozenset({"parallel", "threads", "ctx_size"})
 DEFAULTS = {"parallel": 4, "threads": 1, "ctx_size": 8192}
 
 
+def _settings(spec: ServerSpec) -> dict[str, int]:
+    settings = {}
+    for name, default in DEFAULTS.items():
+        value = spec.options.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ServerStartError(
+                f"server option {name} must be a positive integer, got {value!r}"
+            )
+        settings[name] = value
+    return settings
+
+
+def _model(spec: ServerSpec, image: str) -> tuple[str, tuple[Volume, ...]]:
+    """The model path inside the container, and the mount that puts it there."""
+    if spec.model:
+        host_file = Path(spec.model).expanduser()
+        if host_file.is_file():
+            volume = Volume(str(host_file.parent.resolve()), HOST_MODEL_DIR, "ro")
+            return f"{HOST_MODEL_DIR}/{host_file.name}", (volume,)
+        return spec.model, ()  # a path inside the image
+    if image != DEFAULT_IMAGE:
+        raise ServerStartError(
+            f"llama.cpp image {image} has no bundled model: pass a .gguf file with "
+            "--latency-model (or server: {model: ...})"
+        )
+    return BUNDLED_MODEL, ()
+
+
 def container_spec(spec: ServerSpec) -> ContainerSpec:
     check_options(spec, OPTIONS)
+    settings = _settings(spec)
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
-    settings = {name: int(spec.options.get(name, default)) for name, default in DEFAULTS.items()}  # type: ignore[call-overload]
-    volumes: tuple[Volume, ...] = ()
-    model_path = spec.model or BUNDLED_MODEL
-    host_file = Path(model_path).expanduser()
-    if spec.model and host_file.is_file():
-        volumes = (Volume(str(host_file.parent.resolve()), HOST_MODEL_DIR, "ro"),)
-        model_path = f"{HOST_MODEL_DIR}/{host_file.name}"
+    image = spec.image or (DEFAULT_GPU_IMAGE if spec.gpus else DEFAULT_IMAGE)
+    model_path, volumes = _model(spec, image)
     alias = Path(model_path).stem
     command = [
         "--model", model_path,
@@ -60,7 +85,7 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         command += ["--n-gpu-layers", "999"]
     return ContainerSpec(
         kind="llamacpp",
-        image=spec.image or (DEFAULT_GPU_IMAGE if spec.gpus else DEFAULT_IMAGE),
+        image=image,
         command=(*command, *extra_args(spec)),
         listen=listen,
         served_model=alias,

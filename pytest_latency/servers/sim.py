@@ -19,6 +19,7 @@ from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.servers.container import (
     ContainerSpec,
     extra_args,
+    extra_env,
     listen_for,
     network_option,
     startup_timeout,
@@ -34,7 +35,7 @@ START_TIMEOUT_S = 60.0
 DEFAULT_IMAGE = "pytest-latency/sim:local"
 DEFAULT_PORT = 8000
 # Options the container runner reads itself; every other option is a sim CLI flag.
-_CONTAINER_OPTIONS = frozenset({"network", "startup_timeout", "args"})
+_CONTAINER_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
 
 
 def _sim_arguments(spec: ServerSpec, leave_out: frozenset[str] = frozenset()) -> list[str]:
@@ -46,6 +47,12 @@ def _sim_arguments(spec: ServerSpec, leave_out: frozenset[str] = frozenset()) ->
 
 
 def _command(spec: ServerSpec) -> list[str]:
+    container_only = sorted(_CONTAINER_OPTIONS & set(spec.options))
+    if container_only:
+        raise ServerStartError(
+            f"server options {', '.join(container_only)} apply to the embedded server's "
+            "image only (give it an image: --latency-image pytest-latency/sim:local)"
+        )
     return [
         sys.executable, "-m", "pytest_latency.sim", "--host", "127.0.0.1", "--port", "0",
         *_sim_arguments(spec),
@@ -67,6 +74,7 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         listen=listen,
         served_model=spec.model,
         network=network,
+        environment=extra_env(spec),
         gpus=spec.gpus,
         startup_timeout_s=startup_timeout(spec, START_TIMEOUT_S),
         exports_spans=exports,

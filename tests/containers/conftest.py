@@ -48,6 +48,18 @@ def require_image(client: Any, image: str) -> None:
         _require(f"the image {image} is not built")
 
 
-def our_containers(client: Any) -> list[Any]:
-    """Containers pytest-latency started that still exist (running or not)."""
-    return list(client.containers.list(all=True, filters={"label": "pytest-latency.kind"}))
+def _ids(client: Any) -> set[str]:
+    containers = client.containers.list(
+        all=True, filters={"label": "pytest-latency.kind"}, ignore_removed=True
+    )
+    return {container.id for container in containers}
+
+
+@pytest.fixture
+def no_leftovers(docker_client: Any) -> Iterator[None]:
+    """Fails the test if a container it started (and only it) still exists afterwards;
+    other sessions sharing the engine come and go as they please."""
+    before = _ids(docker_client)
+    yield
+    left = _ids(docker_client) - before
+    assert not left, f"containers left behind: {sorted(left)}"

@@ -9,9 +9,10 @@ import pytest
 
 from pytest_latency.servers import ServerStartError, start_server
 from pytest_latency.spec import ServerSpec
-from tests.containers.conftest import our_containers, require_image
+from tests.containers.conftest import require_image
 
 
+@pytest.mark.usefixtures("no_leftovers")
 def test_a_server_that_exits_at_start_fails_fast_with_its_logs(docker_client: Any) -> None:
     require_image(docker_client, "pytest-latency/llamacpp:local")
     spec = ServerSpec(kind="llamacpp", options={"args": ["--no-such-flag"]})
@@ -24,13 +25,12 @@ def test_a_server_that_exits_at_start_fails_fast_with_its_logs(docker_client: An
     assert "--no-such-flag" in message  # llama-server's own complaint, from its logs
     # Failing on the exit, not at the 120 s readiness timeout.
     assert time.monotonic() - started < 30
-    assert our_containers(docker_client) == []
 
 
+@pytest.mark.usefixtures("no_leftovers")
 def test_a_missing_project_image_names_the_build_script_without_pulling(
     docker_client: Any,
 ) -> None:
     spec = ServerSpec(kind="sim", image="pytest-latency/never-built:local")
     with pytest.raises(ServerStartError, match=r"scripts/container-images\.sh"), start_server(spec):
         pytest.fail("no such image")
-    assert our_containers(docker_client) == []

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
-from tests.containers.conftest import our_containers, require_image
+from tests.containers.conftest import require_image
 
 IMAGE = "pytest-latency/llamacpp:local"
 
@@ -43,6 +43,7 @@ def _per_phase(requests: list[dict[str, Any]], phase: str, field: str) -> np.nda
     return np.array([r[field] for r in requests if r["phase"] == phase], dtype=float)
 
 
+@pytest.mark.usefixtures("no_leftovers")
 def test_spec_file_runs_steady_and_burst_against_the_real_server(
     pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
 ) -> None:
@@ -77,9 +78,9 @@ def test_spec_file_runs_steady_and_burst_against_the_real_server(
     # Sub-millisecond gaps on a shared 2-core machine: 2x is the noise allowance, still
     # far from the TTFT growth (typically hundreds of times).
     assert 0.5 < itl["burst"] / itl["steady"] < 2.0
-    assert our_containers(docker_client) == []
 
 
+@pytest.mark.usefixtures("no_leftovers")
 def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover(
     pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
 ) -> None:
@@ -90,7 +91,7 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
 
         import docker
 
-        from pytest_latency import ServerSpec, objective, steady
+        from pytest_latency import objective, steady
 
         def kill_our_llamacpp():
             client = docker.from_env()
@@ -101,15 +102,15 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
                 container.kill()
 
         def test_killed(latency):
+            assert latency.server.kind == "llamacpp"  # up and healthy before the clock
             threading.Timer(2.0, kill_our_llamacpp).start()
             result = latency.run(
-                steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48,
-                seed=2, server=ServerSpec(kind="llamacpp", options={"parallel": 2}),
+                steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48, seed=2
             )
             result.assert_slo(objective("error_rate", max="5%"))
         """
     )
-    result = pytester.runpytest("--latency-json", "run.json")
+    result = pytester.runpytest("--latency-server=llamacpp", "--latency-json", "run.json")
     result.assert_outcomes(failed=1)
     exited = "*SERVER EXITED DURING THE RUN: container * exited with code 137*"
     result.stdout.fnmatch_lines([exited])
@@ -124,7 +125,21 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
     failed = [r for r in requests if r["status"] != "ok"]
     assert failed and all(r["error"] for r in failed)
     assert {r["status"] for r in failed} <= {"connection_error", "protocol_error", "timeout"}
-    assert our_containers(docker_client) == []
+
+
+def _serving_tokens(client: Any, owner_label: str) -> bool:
+    """The owner's llama-server is up and has generated tokens (the run is under way)."""
+    for container in client.containers.list(filters={"label": owner_label}):
+        arguments = container.attrs["Args"]
+        port = arguments[arguments.index("--port") + 1]
+        try:
+            metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1.0).text
+        except httpx.HTTPError:
+            return False
+        for line in metrics.splitlines():
+            if line.startswith("llamacpp:tokens_predicted_total"):
+                return float(line.split()[-1]) > 0
+    return False
 
 
 def test_ctrl_c_mid_run_removes_the_container(
@@ -155,12 +170,11 @@ def test_ctrl_c_mid_run_removes_the_container(
     )
     try:
         owner = f"pytest-latency.owner-pid={process.pid}"
-        deadline = time.monotonic() + 60
-        while not docker_client.containers.list(filters={"label": owner}):
-            assert time.monotonic() < deadline and process.poll() is None, "no container started"
+        deadline = time.monotonic() + 120
+        while not _serving_tokens(docker_client, owner):
+            assert time.monotonic() < deadline and process.poll() is None, "never served"
             time.sleep(0.2)
-        time.sleep(3)  # mid-run: the server is up and serving
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)  # mid-run: the server has answered requests
         output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
@@ -172,29 +186,34 @@ def test_ctrl_c_mid_run_removes_the_container(
 def test_containers_of_a_dead_test_process_are_removed_on_the_next_start(
     docker_client: Any,
 ) -> None:
-    from pytest_latency.servers.container import (
-        OWNER_HOST_LABEL,
+    from pytest_latency.servers.ownership import (
         OWNER_PID_LABEL,
+        OWNER_PIDNS_LABEL,
+        owner_labels,
         remove_orphans,
     )
 
-    require_image(docker_client, "pytest-latency/base:bookworm")
+    image = "pytest-latency/sim:local"  # built on every path, registry or not
+    require_image(docker_client, image)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that no longer runs (reuse within the test is vanishingly rare)
-    orphan = docker_client.containers.run(
-        "pytest-latency/base:bookworm",
-        ["sleep", "120"],
-        detach=True,
-        network_mode="none",
-        labels={
-            OWNER_PID_LABEL: str(dead.pid),
-            OWNER_HOST_LABEL: os.uname().nodename,
-            "pytest-latency.kind": "orphan-test",
-        },
-    )
+
+    def sleeper(**labels: str) -> Any:
+        return docker_client.containers.run(
+            image, ["120"], entrypoint=["sleep"], detach=True, network_mode="none",
+            labels={**owner_labels("orphan-test"), **labels},
+        )  # fmt: skip
+
+    orphan = sleeper(**{OWNER_PID_LABEL: str(dead.pid)})
+    # The same dead pid in another pid namespace (another CI container on this engine)
+    # is someone else's process: never judged, never removed.
+    foreign = sleeper(**{OWNER_PID_LABEL: str(dead.pid), OWNER_PIDNS_LABEL: "pid:[1]"})
     try:
-        assert orphan.name in remove_orphans(docker_client)
+        removed = remove_orphans(docker_client)
+        assert orphan.name in removed and foreign.name not in removed
         assert docker_client.containers.list(all=True, filters={"id": orphan.id}) == []
+        assert docker_client.containers.list(all=True, filters={"id": foreign.id})
     finally:
-        for leftover in docker_client.containers.list(all=True, filters={"id": orphan.id}):
-            leftover.remove(force=True)
+        for container_id in (orphan.id, foreign.id):
+            for leftover in docker_client.containers.list(all=True, filters={"id": container_id}):
+                leftover.remove(force=True)

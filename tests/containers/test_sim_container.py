@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from tests.containers.conftest import our_containers, require_image
+from tests.containers.conftest import require_image
 
 IMAGE = "pytest-latency/sim:local"
 
 
+@pytest.mark.usefixtures("no_leftovers")
 def test_sim_image_serves_a_run_with_spans_and_leaves_no_container(
     pytester: pytest.Pytester, docker_client: Any
 ) -> None:
@@ -46,4 +47,3 @@ def test_sim_image_serves_a_run_with_spans_and_leaves_no_container(
     assert {r["output_tokens"] for r in requests} == {20}
     # The container's spans reached the plugin's receiver over host networking.
     assert all(r["queue_wait_s"] is not None for r in requests)
-    assert our_containers(docker_client) == []

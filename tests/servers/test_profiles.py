@@ -30,15 +30,16 @@ def test_llamacpp_defaults_to_the_projects_cpu_image_with_its_bundled_model() ->
     assert int(flag(spec, "--port")) == spec.listen.port > 0
     assert flag(spec, "--parallel") == "4"
     assert spec.network == "host"
-    assert spec.docker_kwargs() == {"network_mode": "host"}
+    assert spec.docker_kwargs() == {"network": "host"}
     assert spec.gpus is None and spec.volumes == ()
     assert spec.health_path == "/health"
     assert not spec.exports_spans
 
 
 def test_llamacpp_on_gpus_uses_the_cuda_image_and_offloads_every_layer() -> None:
-    spec = spec_for("llamacpp", gpus="all")
+    spec = spec_for("llamacpp", gpus="all", model="/models/qwen.gguf")
     assert spec.image == "ghcr.io/ggml-org/llama.cpp:server-cuda"
+    assert flag(spec, "--model") == "/models/qwen.gguf"  # not a host file: inside the image
     assert flag(spec, "--n-gpu-layers") == "999"
     request = spec.docker_kwargs()["device_requests"][0]
     assert request["Count"] == -1 and request["Capabilities"] == [["gpu"]]
@@ -73,7 +74,7 @@ def test_vllm_profile_is_a_gpu_server_exporting_spans_to_our_receiver(
     assert spec.environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] == "http/protobuf"
     assert spec.exports_spans
     kwargs = spec.docker_kwargs()
-    assert kwargs["ipc_mode"] == "host" and kwargs["network_mode"] == "host"
+    assert kwargs["ipc_mode"] == "host" and kwargs["network"] == "host"
     assert kwargs["device_requests"][0]["Count"] == -1
     assert spec.volumes == (Volume(str(tmp_path.resolve()), "/root/.cache/huggingface", "rw"),)
     # The token travels by name; its value is nowhere in the spec or its description.
@@ -91,7 +92,7 @@ def test_vllm_in_a_bridge_network_does_not_point_at_an_unreachable_loopback() ->
     )
     assert flag(spec, "--host") == "0.0.0.0" and flag(spec, "--port") == "8000"
     assert "--otlp-traces-endpoint" not in spec.command and not spec.exports_spans
-    assert "network_mode" not in spec.docker_kwargs()
+    assert "network" not in spec.docker_kwargs()
 
 
 def test_tgi_profile() -> None:
@@ -105,7 +106,7 @@ def test_tgi_profile() -> None:
 
 
 def test_sglang_profile() -> None:
-    spec = spec_for("sglang", model="Qwen/Qwen2.5-0.5B-Instruct", gpus="1")
+    spec = spec_for("sglang", model="Qwen/Qwen2.5-0.5B-Instruct", gpus="1")  # any one GPU
     assert spec.image == "lmsysorg/sglang:latest"
     assert spec.command[:3] == ("python3", "-m", "sglang.launch_server")
     assert flag(spec, "--model-path") == "Qwen/Qwen2.5-0.5B-Instruct"
@@ -147,6 +148,27 @@ def test_gpu_servers_need_a_model(kind: str) -> None:
         spec_for(kind)
 
 
+def test_an_upstream_llamacpp_image_needs_a_model() -> None:
+    with pytest.raises(ServerStartError, match="has no bundled model"):
+        spec_for("llamacpp", gpus="all")
+    with pytest.raises(ServerStartError, match="has no bundled model"):
+        spec_for("llamacpp", image="ghcr.io/ggml-org/llama.cpp:server")
+
+
+def test_bad_llamacpp_settings_are_start_errors() -> None:
+    with pytest.raises(ServerStartError, match="parallel must be a positive integer"):
+        spec_for("llamacpp", options={"parallel": "two"})
+
+
+def test_container_only_options_on_the_embedded_process_are_refused() -> None:
+    from pytest_latency.servers import sim
+
+    with pytest.raises(ServerStartError, match="apply to the embedded server's image"):
+        sim._command(ServerSpec(kind="sim", options={"env": {"A": "1"}}))
+    spec = spec_for("sim", image="pytest-latency/sim:local", options={"env": {"A": "1"}})
+    assert spec.environment == {"A": "1"} and "--env" not in spec.command
+
+
 def test_unknown_options_are_named_with_what_is_accepted() -> None:
     with pytest.raises(ServerStartError, match=r"no option slots; it accepts .*parallel"):
         spec_for("llamacpp", options={"slots": 4})
@@ -156,7 +178,14 @@ def test_unknown_options_are_named_with_what_is_accepted() -> None:
 
 @pytest.mark.parametrize(
     ("gpus", "expected"),
-    [("all", {"Count": -1}), ("2", {"Count": 2}), ("0, 3", {"DeviceIDs": ["0", "3"]})],
+    [
+        ("all", {"Count": -1}),
+        ("2", {"Count": 2}),
+        ("0, 3", {"DeviceIDs": ["0", "3"]}),
+        ("device=1", {"DeviceIDs": ["1"]}),
+        ("device=0,1", {"DeviceIDs": ["0", "1"]}),
+        ("GPU-3b1f-77", {"DeviceIDs": ["GPU-3b1f-77"]}),
+    ],
 )
 def test_gpu_requests(gpus: str, expected: dict[str, object]) -> None:
     request = gpu_request(gpus)
@@ -164,7 +193,7 @@ def test_gpu_requests(gpus: str, expected: dict[str, object]) -> None:
     assert request["Capabilities"] == [["gpu"]]
 
 
-@pytest.mark.parametrize("gpus", ["", "some", "0,,1", "-1", "GPU-"])
+@pytest.mark.parametrize("gpus", ["", "some", "0,,1", "-1", "GPU-", "0", "device="])
 def test_bad_gpus_are_a_spec_error(gpus: str) -> None:
     with pytest.raises(SpecError, match="gpus must be all, a count, or device ids"):
         ServerSpec(kind="vllm", gpus=gpus)
