@@ -116,6 +116,11 @@ class H1Connection(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.close()
 
+    @property
+    def idle(self) -> bool:
+        """No response in flight: the last one was read to its end (or none was sent)."""
+        return self._mode == _DONE
+
     def peer_closed(self) -> bool:
         """An idle connection the server already closed (its FIN is in the kernel but the
         loop has not seen it yet). Servers that close after a response without saying
@@ -270,7 +275,10 @@ class H1Pool:
         return connection
 
     def release(self, connection: H1Connection) -> None:
-        if connection.reusable and not connection.closed:
+        # Only a connection whose response was read to its end can carry another one: a
+        # caller cancelled mid-body (a timed-out warm-up ping) must not hand back a
+        # connection that would deliver the old body to the next request.
+        if connection.reusable and not connection.closed and connection.idle:
             connection.idle_since = time.monotonic()
             self._idle.append(connection)
         else:

@@ -187,3 +187,39 @@ def test_a_connection_the_server_closed_silently_is_not_reused() -> None:
         return statuses
 
     assert asyncio.run(asyncio.wait_for(main(), 10)) == [200, 200]
+
+
+def test_a_connection_released_mid_body_is_never_reused() -> None:
+    """A warm-up ping cut off by its time bound hands its connection back mid-body; the
+    next request on it would read the old body (and did trip the framing state)."""
+    from pytest_latency.driver.h1 import H1Pool
+
+    async def stall_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nok")  # 8 bytes owed
+            await writer.drain()
+
+    async def main() -> int:
+        server = await asyncio.start_server(stall_mid_body, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = H1Pool("127.0.0.1", port, keepalive_expiry_s=30.0)
+        try:
+            connection = await pool.acquire()
+            await connection.send(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(connection.read_body(lambda data, now_ns: False), 0.2)
+            pool.release(connection)  # as the cancelled ping's `finally` does
+            again = await pool.acquire()
+            assert again is not connection
+            head = await again.send(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+            assert head.status == 200
+            return pool.opened
+        finally:
+            pool.close()
+            server.close()
+
+    assert asyncio.run(asyncio.wait_for(main(), 10)) == 2
