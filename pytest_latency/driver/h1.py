@@ -129,8 +129,11 @@ class H1Connection(asyncio.Protocol):
         sock = self.transport.get_extra_info("socket") if self.transport is not None else None
         if sock is None:
             return True
-        readable, _, _ = select.select([sock], [], [], 0)
-        return bool(readable)  # an idle HTTP/1.1 connection has nothing to read but EOF
+        # poll, not select: a load run holds thousands of sockets, and select() refuses
+        # descriptors past FD_SETSIZE (1024).
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))  # an idle HTTP/1.1 connection has nothing but EOF to read
 
     def abort(self) -> None:
         self.reusable = False

@@ -223,3 +223,31 @@ def test_a_connection_released_mid_body_is_never_reused() -> None:
             server.close()
 
     assert asyncio.run(asyncio.wait_for(main(), 10)) == 2
+
+
+def test_the_reuse_check_works_past_fd_setsize() -> None:
+    """A run holds thousands of sockets: the FIN check must not use select()."""
+    import fcntl
+    import resource
+    import socket
+
+    from pytest_latency.driver.h1 import H1Connection
+
+    if resource.getrlimit(resource.RLIMIT_NOFILE)[0] <= 1100:
+        pytest.skip("the open-files limit is too low to hold a descriptor past 1024")
+    left, right = socket.socketpair()
+    high = socket.socket(fileno=fcntl.fcntl(left.fileno(), fcntl.F_DUPFD, 1100))
+    try:
+
+        class _HighTransport:
+            def get_extra_info(self, name: str) -> object:
+                return high if name == "socket" else None
+
+        connection = H1Connection()
+        connection.transport = _HighTransport()  # type: ignore[assignment]
+        assert connection.peer_closed() is False  # idle and open
+        right.close()
+        assert connection.peer_closed() is True  # the FIN is readable
+    finally:
+        high.close()
+        left.close()
