@@ -60,7 +60,7 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag("seed", "override every workload's seed", "N"),
     _Flag("workers", "generate load from N processes (default 1)", "N"),
     _Flag("image", "container image for a container server kind", "IMAGE"),
-    _Flag("gpus", "GPUs for a container server: all, a count, or device ids", "GPUS"),
+    _Flag("gpus", "GPUs for a container server: all, a count, or ids (device=1, 0,1)", "GPUS"),
     _Flag(
         "inconclusive",
         "what an inconclusive objective does: warn (default), fail or skip",
