@@ -43,19 +43,36 @@ if ! command -v dockerd >/dev/null 2>&1; then
     apt-get install -y -qq docker.io >/dev/null
 fi
 
+# An engine killed without a shutdown (a session that ended) leaves its pid file, and
+# dockerd refuses to start beside it; remove it when no dockerd owns it any more.
+engine_running() {  # the pid in file $1 is a live (not zombie) dockerd or containerd
+    local pid
+    pid="$(cat "$1" 2>/dev/null)" || return 1
+    [ -n "$pid" ] && [ -r "/proc/$pid/status" ] || return 1
+    grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" && return 1
+    grep -qxE 'dockerd|containerd' "/proc/$pid/comm"
+}
+for pid_file in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+    if [ -f "$pid_file" ] && ! engine_running "$pid_file"; then
+        rm -f "$pid_file"
+    fi
+done
+
 echo "docker-engine: starting dockerd (log: $log_file)"
 # No bridge and no iptables: these machines allow neither, so every container runs with
 # host networking. setsid: the engine outlives this script and the test run.
 setsid dockerd --bridge=none --iptables=false --ip6tables=false \
     >"$log_file" 2>&1 </dev/null &
 
+dockerd_pid=$!
 for _ in $(seq 1 60); do
     if docker info >/dev/null 2>&1; then
         echo "docker-engine: ready ($(docker info --format '{{.ServerVersion}}'))"
         exit 0
     fi
+    kill -0 "$dockerd_pid" 2>/dev/null || break  # it exited: no point waiting
     sleep 1
 done
-echo "docker-engine: dockerd did not answer within 60 s; last lines of $log_file:" >&2
+echo "docker-engine: dockerd did not answer; last lines of $log_file:" >&2
 tail -n 30 "$log_file" >&2 || true
 exit 1
