@@ -243,13 +243,15 @@ def parse_gpus(value: object) -> str:
     text = str(value).strip()
     if text == "all" or (text.isdigit() and int(text) > 0):
         return text
-    ids = [part.strip() for part in text.removeprefix("device=").split(",")]
-    if "," in text or text.startswith("device="):
-        if all(_GPU_ID.fullmatch(part) for part in ids):
-            return text
-    elif _GPU_ID.fullmatch(text) and not text.isdigit():
+    names_devices = "," in text or text.startswith("device=") or not text.isdigit()
+    if names_devices and all(_GPU_ID.fullmatch(part) for part in gpu_ids(text)):
         return text
     raise ValueError(problem)
+
+
+def gpu_ids(gpus: str) -> list[str]:
+    """The device ids a ``gpus`` value names (``device=1``, ``0,1``, ``GPU-<uuid>``)."""
+    return [part.strip() for part in gpus.removeprefix("device=").split(",")]
 
 
 def objective(

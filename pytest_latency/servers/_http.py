@@ -3,28 +3,49 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import httpx
 
 from pytest_latency.servers.base import ServerStartError
 
 
-def wait_healthy(base_url: str, timeout_s: float, describe: str) -> float:
-    """Poll ``GET /health`` until 200; seconds waited. Raises ServerStartError on timeout."""
-    started = time.monotonic()
+def wait_healthy(
+    base_url: str,
+    timeout_s: float,
+    describe: str,
+    *,
+    path: str = "/health",
+    started: float | None = None,
+    gone: Callable[[], str | None] | None = None,
+    evidence: Callable[[], str] | None = None,
+) -> float:
+    """Poll ``GET path`` until 200; seconds waited since ``started`` (default: now).
+
+    ``gone`` says why the server is no longer there (a process or container that
+    exited): the wait fails at once with it instead of at the timeout. ``evidence`` adds
+    to a timeout's message (a container's last log lines).
+    """
+    started = time.monotonic() if started is None else started
     deadline = started + timeout_s
     last = "no answer yet"
     with httpx.Client(timeout=2.0, trust_env=False) as client:
         while time.monotonic() < deadline:
+            problem = gone() if gone is not None else None
+            if problem is not None:
+                raise ServerStartError(f"{describe} did not start: {problem}")
             try:
-                response = client.get(f"{base_url}/health")
+                response = client.get(f"{base_url}{path}")
                 if response.status_code == 200:
                     return time.monotonic() - started
                 last = f"HTTP {response.status_code}"
             except httpx.HTTPError as error:
                 last = f"{type(error).__name__}: {error}"
             time.sleep(0.05)
-    raise ServerStartError(f"{describe} at {base_url} not healthy after {timeout_s:.0f}s ({last})")
+    raise ServerStartError(
+        f"{describe} at {base_url}{path} not healthy after {timeout_s:.0f}s ({last})"
+        + (f"; {evidence()}" if evidence is not None else "")
+    )
 
 
 def probe_version(base_url: str) -> str | None:

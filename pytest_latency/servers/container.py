@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
-
+from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.ownership import owner_labels, remove_orphans
-from pytest_latency.spec import ServerSpec, parse_gpus
+from pytest_latency.spec import ServerSpec, gpu_ids, parse_gpus
 
 Network = Literal["host", "bridge"]
 # Options every container kind accepts in ``server.options``; kinds add their own.
@@ -97,8 +96,7 @@ def gpu_request(gpus: str) -> Any:
         return DeviceRequest(count=-1, capabilities=[["gpu"]])
     if text.isdigit():
         return DeviceRequest(count=int(text), capabilities=[["gpu"]])
-    ids = [part.strip() for part in text.removeprefix("device=").split(",")]
-    return DeviceRequest(device_ids=ids, capabilities=[["gpu"]])
+    return DeviceRequest(device_ids=gpu_ids(text), capabilities=[["gpu"]])
 
 
 def free_port() -> int:
@@ -139,6 +137,13 @@ def extra_args(spec: ServerSpec) -> tuple[str, ...]:
     if isinstance(value, list | tuple):
         return tuple(str(item) for item in value)
     raise ServerStartError(f"server option args must be a list of strings, got {value!r}")
+
+
+def span_endpoint(spec: ServerSpec, network: Network) -> str | None:
+    """Where the server should send its spans: the session's receiver is on our
+    loopback, which only a host-network container can reach; "" turns export off."""
+    endpoint = spec.options.get("otlp_traces_endpoint")
+    return str(endpoint) if endpoint and network == "host" else None
 
 
 def extra_env(spec: ServerSpec) -> dict[str, str]:
@@ -193,31 +198,6 @@ def _log_tail(container: Any) -> str:
     except Exception as error:  # the container may already be removed
         return f"  (logs unavailable: {type(error).__name__})"
     return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
-
-
-def _wait_ready(running: RunningContainer, started: float) -> None:
-    """Poll the health URL until 200, failing fast if the container exits."""
-    spec = running.spec
-    deadline = started + spec.startup_timeout_s
-    last = "no answer yet"
-    with httpx.Client(timeout=2.0, trust_env=False) as client:
-        while time.monotonic() < deadline:
-            problem = running.exit_problem()
-            if problem is not None:
-                raise ServerStartError(f"{spec.kind} server did not start: {problem}")
-            try:
-                response = client.get(f"{running.url}{spec.health_path}")
-                if response.status_code == 200:
-                    return
-                last = f"HTTP {response.status_code}"
-            except httpx.HTTPError as error:
-                last = f"{type(error).__name__}"
-            time.sleep(0.1)
-    raise ServerStartError(
-        f"{spec.kind} server at {running.url}{spec.health_path} not ready after "
-        f"{spec.startup_timeout_s:.0f}s ({last}); container {spec.describe()}; last log "
-        f"lines:\n{_log_tail(running._container)}"
-    )
 
 
 def _docker_container(spec: ContainerSpec) -> Any:
@@ -304,8 +284,15 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             image_id=str(wrapped.image.id),
             _container=wrapped,
         )
-        _wait_ready(running, started)
-        running.cold_start_s = time.monotonic() - started
+        running.cold_start_s = wait_healthy(
+            url,
+            spec.startup_timeout_s,
+            f"{spec.kind} server",
+            path=spec.health_path,
+            started=started,
+            gone=running.exit_problem,
+            evidence=lambda: f"container {spec.describe()}; last log lines:\n" + _log_tail(wrapped),
+        )
         yield running
     finally:
         _remove(container)  # on every exit path (KeyboardInterrupt included)

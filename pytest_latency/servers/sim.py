@@ -22,6 +22,7 @@ from pytest_latency.servers.container import (
     extra_env,
     listen_for,
     network_option,
+    span_endpoint,
     startup_timeout,
 )
 from pytest_latency.spec import ServerSpec
@@ -63,8 +64,7 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
     """The embedded server from its image (``containers/sim``), e.g. to test the image."""
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
-    endpoint = spec.options.get("otlp_traces_endpoint")
-    exports = bool(endpoint) and network == "host"  # a bridge container cannot reach our loopback
+    exports = span_endpoint(spec, network) is not None
     unreachable = frozenset() if exports else frozenset({"otlp_traces_endpoint"})
     arguments = _sim_arguments(spec, unreachable)
     return ContainerSpec(
@@ -133,7 +133,7 @@ def start(spec: ServerSpec) -> Iterator[ServerInfo]:
     )
     try:
         url = _read_url(process, START_TIMEOUT_S)
-        wait_healthy(url, START_TIMEOUT_S, "embedded server")
+        wait_healthy(url, START_TIMEOUT_S, "embedded server", gone=lambda: _exit_problem(process))
         model = spec.model or discover_model(url)
         yield ServerInfo(
             kind="sim",

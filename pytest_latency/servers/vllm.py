@@ -12,6 +12,7 @@ from pytest_latency.servers.container import (
     check_options,
     listen_for,
     network_option,
+    span_endpoint,
 )
 from pytest_latency.servers.hf_cache import gpu_server, require_model
 from pytest_latency.spec import ServerSpec
@@ -31,9 +32,9 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         if option in spec.options:
             command += [f"--{option.replace('_', '-')}", str(spec.options[option])]
     environment = {}
-    endpoint = spec.options.get("otlp_traces_endpoint")
-    if endpoint and network == "host":  # a bridge container cannot reach our loopback
-        command += ["--otlp-traces-endpoint", str(endpoint)]
+    endpoint = span_endpoint(spec, network)
+    if endpoint is not None:
+        command += ["--otlp-traces-endpoint", endpoint]
         environment["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] = "http/protobuf"
         environment["OTEL_SERVICE_NAME"] = "vllm"
     return gpu_server(
@@ -45,5 +46,5 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         cache_path="/root/.cache/huggingface",
         environment=environment,
         ipc_mode="host",  # PyTorch workers share tensors through /dev/shm
-        exports_spans="--otlp-traces-endpoint" in command,
+        exports_spans=endpoint is not None,
     )
