@@ -17,7 +17,7 @@ import tracemalloc
 
 import numpy as np
 
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Phase, Workload, objective

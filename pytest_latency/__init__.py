@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pytest_latency.analysis.percentiles import quantile_bounds
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.gate import (
     LatencyComparisonWarning,
     LatencyInconclusiveWarning,
     LatencyObjectiveError,
     LatencyRunInvalid,
 )
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import (

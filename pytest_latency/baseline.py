@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_latency.analysis.cohorts import cohort_counts
-from pytest_latency.driver.records import RequestRecord, Status
-from pytest_latency.report.json_report import request_dict, server_identity
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.records import record_to_dict as request_dict
+from pytest_latency.report.json_report import server_identity
 from pytest_latency.result import LatencyResult
 
 SCHEMA = "pytest-latency-baseline/1"

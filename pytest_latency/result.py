@@ -20,7 +20,7 @@ from pytest_latency.analysis.verdict import (
     decide,
     objective_confidence,
 )
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Objective, SpecError, Workload
 from pytest_latency.telemetry.join import JoinReport

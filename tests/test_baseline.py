@@ -12,7 +12,7 @@ import pytest
 from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.verdict import Verdict
 from pytest_latency.baseline import BaselineError, load_baseline, save_baseline
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim import Arrival, SimConfig, simulate

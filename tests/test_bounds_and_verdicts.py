@@ -8,7 +8,7 @@ import pytest
 from pytest_latency import quantile_bounds
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.verdict import Verdict, clopper_pearson, decide, samples_needed
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import objective
 
 

@@ -17,7 +17,7 @@ from pytest_latency.analysis.diagnosis import (
     findings_to_json,
     format_findings,
 )
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import Phase, Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
 

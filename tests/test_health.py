@@ -3,7 +3,7 @@
 import pytest
 
 from pytest_latency.analysis.health import check_generator
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import Phase, Workload
 
 WORKLOAD = Workload(phases=(Phase("steady", rate=10, duration_s=10),))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pytest_latency.analysis.percentiles import percentile
 from pytest_latency.analysis.samples import metric_samples
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 
 INPUT_EDGES: tuple[int, ...] = (256, 1024, 4096)
 OUTPUT_EDGES: tuple[int, ...] = (64, 256, 1024)

@@ -13,7 +13,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 
 STATUSES: tuple[Status, ...] = tuple(Status)
 _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}

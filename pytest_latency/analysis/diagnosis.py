@@ -42,7 +42,7 @@ from pytest_latency.analysis.diagnosis_rules import (
     spearman_rho,
     strength_margin,
 )
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_latency._units import format_seconds
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Workload
 
 DEFAULT_MAX_LAG_P99_S = 0.050

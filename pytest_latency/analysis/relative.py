@@ -9,7 +9,7 @@ from pytest_latency.analysis.cohorts import cohort_counts
 from pytest_latency.analysis.compare import compare_quantiles, mix_shift
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Objective
 
 MIX_SHIFT_WARNING = 0.10  # total-variation distance between cohort mixes worth a warning

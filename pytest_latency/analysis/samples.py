@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from pytest_latency.driver.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import METRICS
 
 LATENCY_METRICS: tuple[str, ...] = tuple(metric for metric in METRICS if metric != "error_rate")

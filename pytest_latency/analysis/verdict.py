@@ -18,7 +18,7 @@ from scipy.stats import beta
 
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile, quantile_bounds
 from pytest_latency.analysis.samples import error_counts, metric_samples, record_value
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Objective
 
 

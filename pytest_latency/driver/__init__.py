@@ -19,8 +19,8 @@ from pytest_latency.driver.client import (
     make_client,
     run_plan,
 )
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.records import RequestRecord, Status
 
 __all__ = (
     "ClientSpans",

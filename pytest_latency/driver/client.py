@@ -25,9 +25,9 @@ from anyio.abc import TaskGroup
 
 from pytest_latency.driver.fast import request_head
 from pytest_latency.driver.h1 import H1Pool
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")

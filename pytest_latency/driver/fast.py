@@ -20,8 +20,8 @@ import httpx
 from pytest_latency.driver.errors import exception_text, http_error_text
 from pytest_latency.driver.h1 import H1Connection, H1Pool, ResponseHead
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
+from pytest_latency.records import RequestRecord, Status
 
 if TYPE_CHECKING:
     from pytest_latency.driver.request import Sender

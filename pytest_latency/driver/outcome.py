@@ -6,8 +6,8 @@ The rules themselves are documented in :mod:`pytest_latency.driver.request`.
 from __future__ import annotations
 
 from pytest_latency.driver.errors import error_event_text
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.sse import ErrorEvent, StreamError, StreamState
+from pytest_latency.records import RequestRecord, Status
 
 UNDECIDED = Status.CANCELLED  # every record's status until one is decided
 

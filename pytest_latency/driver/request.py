@@ -45,9 +45,9 @@ from pytest_latency.driver import fast
 from pytest_latency.driver.errors import exception_text, http_error_text
 from pytest_latency.driver.h1 import H1Pool
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import PlannedRequest
 
 MAX_ERROR_BODY_BYTES = 4096

@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace import Span, SpanKind, StatusCode, set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 SPAN_NAME = "pytest_latency.request"

@@ -28,8 +28,8 @@ import anyio
 import anyio.to_thread
 
 from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
-from pytest_latency.driver.records import RequestRecord, Status
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan
 
 logger = logging.getLogger("pytest_latency.driver")

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pytest_latency._units import format_seconds
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.analysis.verdict import ObjectiveResult, slowest
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 
 
 def trace_link(trace_id: str, template: str | None) -> str:

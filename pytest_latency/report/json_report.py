@@ -6,7 +6,6 @@ as null: JSON has no infinity, and a reader must not mistake a missing bound for
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,10 +16,10 @@ from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RUN_SCHEMA, RequestRecord, record_to_dict, write_runs
 from pytest_latency.result import LatencyResult
 
-SCHEMA = "pytest-latency/1"
+SCHEMA = RUN_SCHEMA
 
 
 def _number(value: float | None) -> float | None:
@@ -84,35 +83,6 @@ def _objective(result: ObjectiveResult) -> dict[str, Any]:
     }
 
 
-def request_dict(record: RequestRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "trace_id": record.trace_id,
-        "phase": record.phase,
-        "status": record.status.value,
-        "error": record.error,
-        "http_status": record.http_status,
-        "intended_s": record.intended_s,
-        "sent_s": record.sent_s,
-        "first_token_s": record.first_token_s,
-        "end_s": record.end_s,
-        "ttft_s": record.ttft_s,
-        "e2e_s": record.e2e_s,
-        "itl_s": [float(gap) for gap in record.itl_s],
-        "tpot_s": record.tpot_s,
-        "queue_wait_s": record.queue_wait_s,
-        "prefill_s": record.prefill_s,
-        "decode_s": record.decode_s,
-        "after_queue_s": record.after_queue_s,
-        "unattributed_s": record.unattributed_s,
-        "server_source": record.server_source,
-        "input_tokens": record.input_tokens,
-        "max_tokens": record.max_tokens,
-        "output_tokens": record.output_tokens,
-        "output_tokens_source": record.output_tokens_source,
-    }
-
-
 def server_identity(run: LatencyResult) -> dict[str, Any]:
     """What server produced a run: kind, address, model, and details such as version."""
     return {
@@ -143,14 +113,10 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
-        "requests": [request_dict(record) for record in run.records],
+        "requests": [record_to_dict(record) for record in run.records],
     }
 
 
 def write_json(path: Path, runs: Sequence[LatencyResult]) -> None:
     """Write every run of the session; the parent folder is created if missing."""
-    document = {"schema": SCHEMA, "runs": [run_dict(run) for run in runs]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
-    tmp.replace(path)
+    write_runs(path, [run_dict(run) for run in runs])

@@ -7,8 +7,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from pytest_latency.driver.records import RequestRecord
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.records import RequestRecord
 from pytest_latency.telemetry.join import JoinReport, join_records
 from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper, MetricsSeries
 from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, OtlpReceiver, parse_listen_address

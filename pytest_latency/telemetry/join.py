@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_latency.driver.records import RequestRecord
+from pytest_latency.records import RequestRecord
 from pytest_latency.telemetry.headers import parse_llamacpp_timings, parse_server_timing
 from pytest_latency.telemetry.timings import ServerTimings
 

@@ -1,0 +1,297 @@
+"""Per-request records and their one JSON codec (docs/metrics.md defines every field).
+
+This module sits below the driver, analysis and reports: the driver fills records, the
+analysis reads them, and the JSON report, baselines and ``pytest-latency judge`` write and
+read them through :func:`record_to_dict`, :func:`record_from_dict` and :func:`read_runs`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import numpy as np
+
+RUN_SCHEMA = "pytest-latency/1"
+# Baselines written before one format served both (read, never written).
+_LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
+
+
+class Status(StrEnum):
+    """How a request ended. Exactly one per offered request."""
+
+    OK = "ok"
+    HTTP_ERROR = "http_error"
+    REJECTED = "rejected"  # 429/503 from admission control
+    TIMEOUT = "timeout"
+    CONNECTION_ERROR = "connection_error"
+    PROTOCOL_ERROR = "protocol_error"
+    CANCELLED = "cancelled"
+
+
+TokenSource = Literal["usage", "chunks"]
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    """Client-side measurements of one request, in seconds from the run's start.
+
+    ``first_token_s`` and ``end_s`` are instants on the client's monotonic clock
+    relative to run start; ``ttft_s`` and ``e2e_s`` are measured from the *planned*
+    send time ``intended_s`` so a late generator never hides latency.
+    Server fields stay None unless the server reported them.
+    """
+
+    id: int
+    phase: str
+    intended_s: float
+    input_tokens: int
+    max_tokens: int | None = None  # the planned output cap
+    trace_id: str = ""
+    sent_s: float | None = None
+    first_token_s: float | None = None
+    end_s: float | None = None
+    # Appended to as chunks arrive (a list), stored compactly once the request ended.
+    itl_s: list[float] | np.ndarray = field(default_factory=list)
+    status: Status = Status.CANCELLED
+    error: str | None = None
+    http_status: int | None = None
+    output_tokens: int | None = None
+    output_tokens_source: TokenSource | None = None
+    queue_wait_s: float | None = None
+    prefill_s: float | None = None
+    decode_s: float | None = None
+    server_source: str | None = None  # where the server durations came from, if anywhere
+    # Raw server reports kept until the telemetry join reads them.
+    server_timing: str | None = None  # the Server-Timing response header
+    stream_timings: dict[str, object] | None = None  # llama.cpp's last-chunk ``timings``
+    episode: int = 0  # which repeat of the workload's phases (``repeat: k``), from 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @property
+    def schedule_lag_s(self) -> float | None:
+        return None if self.sent_s is None else self.sent_s - self.intended_s
+
+    @property
+    def ttft_s(self) -> float | None:
+        return None if self.first_token_s is None else self.first_token_s - self.intended_s
+
+    @property
+    def e2e_s(self) -> float | None:
+        return None if self.end_s is None else self.end_s - self.intended_s
+
+    @property
+    def after_queue_s(self) -> float | None:
+        """TTFT minus the server-reported queue wait, per request (never from percentiles)."""
+        ttft = self.ttft_s
+        if ttft is None or self.queue_wait_s is None:
+            return None
+        return ttft - self.queue_wait_s
+
+    @property
+    def unattributed_s(self) -> float | None:
+        """The part of TTFT the server did not account for (queue wait and prefill).
+
+        Only what the server reported is subtracted: with queue wait alone, the rest of
+        TTFT is unattributed, not "prefill". None when the server reported neither.
+        """
+        ttft = self.ttft_s
+        if ttft is None or (self.queue_wait_s is None and self.prefill_s is None):
+            return None
+        return ttft - (self.queue_wait_s or 0.0) - (self.prefill_s or 0.0)
+
+    @property
+    def tpot_s(self) -> float | None:
+        """(e2e - ttft) / (output_tokens - 1), per request; None when undefined."""
+        if self.first_token_s is None or self.end_s is None or not self.output_tokens:
+            return None
+        if self.output_tokens < 2:
+            return None
+        return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
+
+
+class RunFileError(ValueError):
+    """A run or baseline file is missing or malformed; the message names file and problem."""
+
+
+# Fields a reader restores; the derived ones (ttft_s, e2e_s, ...) are written for people
+# and other tools, and recomputed from these on reading.
+_INT_FIELDS = ("id", "input_tokens")
+_OPTIONAL_INT_FIELDS = ("max_tokens", "http_status", "output_tokens")
+_OPTIONAL_FLOAT_FIELDS = (
+    "sent_s", "first_token_s", "end_s", "queue_wait_s", "prefill_s", "decode_s",
+)  # fmt: skip
+_OPTIONAL_TEXT_FIELDS = ("error", "server_source")
+
+
+def record_to_dict(record: RequestRecord) -> dict[str, Any]:
+    """One request as the JSON object of a run's ``requests`` (docs/metrics.md)."""
+    return {
+        "id": record.id,
+        "trace_id": record.trace_id,
+        "phase": record.phase,
+        "episode": record.episode,
+        "status": record.status.value,
+        "error": record.error,
+        "http_status": record.http_status,
+        "intended_s": record.intended_s,
+        "sent_s": record.sent_s,
+        "first_token_s": record.first_token_s,
+        "end_s": record.end_s,
+        "ttft_s": record.ttft_s,
+        "e2e_s": record.e2e_s,
+        "itl_s": [float(gap) for gap in record.itl_s],
+        "tpot_s": record.tpot_s,
+        "queue_wait_s": record.queue_wait_s,
+        "prefill_s": record.prefill_s,
+        "decode_s": record.decode_s,
+        "after_queue_s": record.after_queue_s,
+        "unattributed_s": record.unattributed_s,
+        "server_source": record.server_source,
+        "input_tokens": record.input_tokens,
+        "max_tokens": record.max_tokens,
+        "output_tokens": record.output_tokens,
+        "output_tokens_source": record.output_tokens_source,
+    }
+
+
+def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
+    """A record from its JSON object; ValueError naming the field that is wrong."""
+    if not isinstance(row, Mapping):
+        raise ValueError(f"a request must be an object, got {type(row).__name__}")
+    values: dict[str, Any] = {}
+    for name in _INT_FIELDS:
+        values[name] = _integer(row, name, required=True)
+    for name in _OPTIONAL_INT_FIELDS:
+        values[name] = _integer(row, name, required=False)
+    for name in _OPTIONAL_FLOAT_FIELDS:
+        values[name] = _number(row, name, required=False)
+    for name in _OPTIONAL_TEXT_FIELDS:
+        values[name] = _text(row, name, required=False)
+    source = row.get("output_tokens_source")
+    if source is not None and source not in get_args(TokenSource):
+        raise ValueError(f"output_tokens_source must be usage or chunks, got {source!r}")
+    gaps = row.get("itl_s") or []
+    if not isinstance(gaps, list) or not all(_is_number(gap) for gap in gaps):
+        raise ValueError("itl_s must be a list of numbers")
+    status_text = row.get("status")
+    if status_text not in set(Status):
+        raise ValueError(f"status must be one of {', '.join(Status)}, got {status_text!r}")
+    status = Status(status_text)
+    return RequestRecord(
+        phase=_text(row, "phase", required=True) or "",
+        intended_s=_number(row, "intended_s", required=True) or 0.0,
+        trace_id=_text(row, "trace_id", required=False) or "",
+        episode=_integer(row, "episode", required=False) or 0,
+        status=status,
+        output_tokens_source=source,
+        itl_s=np.asarray(gaps, dtype=np.float64),
+        **values,
+    )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integer(row: Mapping[str, Any], name: str, *, required: bool) -> int | None:
+    value = row.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def _number(row: Mapping[str, Any], name: str, *, required: bool) -> float | None:
+    value = row.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _text(row: Mapping[str, Any], name: str, *, required: bool) -> str | None:
+    value = row.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """One run read back from a ``--latency-json`` file (or a baseline file)."""
+
+    test: str
+    server: dict[str, Any]
+    workload: dict[str, Any] | None  # the workload as given; None in older files
+    valid: bool  # False: the generator fell behind, or the run was cut short
+    records: list[RequestRecord]
+    document: dict[str, Any]  # the run's whole JSON object, as read
+
+
+def read_runs(path: Path) -> list[StoredRun]:
+    """Every run of a ``pytest-latency/1`` file in file order; RunFileError otherwise."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunFileError(f"{path}: no such file") from None
+    except (OSError, ValueError) as error:
+        raise RunFileError(f"{path}: not a readable JSON file ({error})") from None
+    if not isinstance(document, dict) or document.get("schema") not in (
+        RUN_SCHEMA,
+        _LEGACY_BASELINE_SCHEMA,
+    ):
+        raise RunFileError(f"{path}: not a pytest-latency file (schema {RUN_SCHEMA} expected)")
+    runs = document.get("runs")
+    if isinstance(runs, dict):  # the legacy baseline layout: runs keyed by test
+        runs = [{"test": key, **value} for key, value in runs.items() if isinstance(value, dict)]
+    if not isinstance(runs, list):
+        raise RunFileError(f"{path}: 'runs' must be a list")
+    return [_stored_run(path, index, run) for index, run in enumerate(runs)]
+
+
+def _stored_run(path: Path, index: int, run: object) -> StoredRun:
+    where = f"{path}: runs[{index}]"
+    if not isinstance(run, dict) or not isinstance(run.get("test"), str):
+        raise RunFileError(f"{where}: a run must be an object with a 'test' name")
+    rows = run.get("requests")
+    if not isinstance(rows, list):
+        raise RunFileError(f"{where} ({run['test']}): 'requests' must be a list")
+    records = []
+    for number, row in enumerate(rows):
+        try:
+            records.append(record_from_dict(row))
+        except ValueError as error:
+            raise RunFileError(f"{where} ({run['test']}): requests[{number}]: {error}") from None
+    generator = run.get("generator")
+    healthy = not isinstance(generator, dict) or generator.get("valid", True) is not False
+    workload = run.get("workload")
+    return StoredRun(
+        test=run["test"],
+        server=dict(run.get("server") or {}),
+        workload=workload if isinstance(workload, dict) else None,
+        valid=healthy and not run.get("interrupted", False),
+        records=records,
+        document=run,
+    )
+
+
+def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
+    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing."""
+    document = {"schema": RUN_SCHEMA, "runs": list(runs)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
+    tmp.replace(path)
