@@ -20,6 +20,8 @@ from pytest_latency.spec import ServerSpec, parse_gpus
 from pytest_latency.telemetry.hub import DEFAULT_METRICS_INTERVAL_S
 from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, parse_listen_address
 
+ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
+
 
 @dataclass(frozen=True, slots=True)
 class _Flag:
@@ -56,7 +58,28 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag("trace-url", "link template for trace ids in reports, with {trace_id}", "TEMPLATE"),
     _Flag("baseline", "compare against a baseline saved earlier", "PATH"),
-    _Flag("save-baseline", "save this session's distributions as a baseline", "PATH"),
+    _Flag(
+        "save-baseline",
+        "save this session's valid runs as a baseline, merged into PATH if it exists",
+        "PATH",
+    ),
+    _Flag(
+        "baseline-history",
+        "runs of one test a saved baseline keeps (default 1; 3+ lets verdicts measure "
+        "between-run noise)",
+        "N",
+    ),
+    _Flag(
+        "allow-baseline-mismatch",
+        "compare against baseline runs whose workload or server identity differs",
+        is_switch=True,
+    ),
+    _Flag(
+        "error-control",
+        "spread the error budget (1 - confidence) over each assert (test, default) or over "
+        "the whole session",
+        "test|session",
+    ),
     _Flag("seed", "override every workload's seed", "N"),
     _Flag("workers", "generate load from N processes (default 1)", "N"),
     _Flag("image", "container image for a container server kind", "IMAGE"),
@@ -95,6 +118,9 @@ class LatencyOptions:
     gpus: str | None
     inconclusive: str
     record_content: bool
+    baseline_history: int = 1
+    allow_baseline_mismatch: bool = False
+    error_control: str = "test"
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -175,6 +201,12 @@ def read_options(config: pytest.Config) -> LatencyOptions:
     receiver = text("otlp-receiver")
     if receiver:
         _checked("otlp-receiver", receiver, parse_listen_address)
+    error_control = text("error-control") or "test"
+    if error_control not in ERROR_CONTROLS:
+        raise pytest.UsageError(
+            f"--latency-error-control {error_control!r}: expected one of "
+            f"{', '.join(ERROR_CONTROLS)}"
+        )
     trace_url = text("trace-url")
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
@@ -194,6 +226,11 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         trace_url=trace_url,
         baseline=path("baseline"),
         save_baseline=path("save-baseline"),
+        baseline_history=int(
+            str(_checked("baseline-history", text("baseline-history") or "1", _parse_workers))
+        ),
+        allow_baseline_mismatch=bool(_raw(config, "allow-baseline-mismatch")),
+        error_control=error_control,
         seed=seed,
         workers=int(str(_checked("workers", text("workers") or "1", _parse_workers))),
         image=text("image"),
@@ -220,7 +257,7 @@ def _parse_seed(value: str) -> int:
 
 
 def _parse_workers(value: str) -> int:
-    workers = int(value)
-    if workers < 1:
-        raise ValueError("workers must be an integer >= 1")
-    return workers
+    count = int(value)
+    if count < 1:
+        raise ValueError("must be an integer >= 1")
+    return count

@@ -1,109 +1,131 @@
-"""Baselines: a session's per-request distributions saved for later relative objectives.
+"""Baselines: earlier runs of the same tests, for relative objectives.
 
-A baseline keeps every request of every run (the finest "distribution" there is, so any
-objective scope, phase or cohort, can be applied to it exactly as to a new run), the
-per-cohort counts for mix checks, and the identity of the server that produced it.
+Any ``--latency-json`` file is a baseline: one format (``pytest-latency/1``, read through
+:mod:`pytest_latency.records`), runs matched by their key (the test id; ``#2``, ``#3``...
+for later runs of one test in one session). A baseline may hold several runs under one
+key: the history of one build, from which relative verdicts estimate between-run noise.
+
+Runs are only comparable when the same workload met the same kind of server: the
+workload fingerprint (seed, phases, rates, shapes, repeats) and the server identity
+(kind, model, api) are compared, and a mismatch is an error unless allowed. Runs that
+were invalid (the generator fell behind) or cut short are never saved.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_latency.analysis.cohorts import cohort_counts
-from pytest_latency.records import RequestRecord, Status
-from pytest_latency.records import record_to_dict as request_dict
-from pytest_latency.report.json_report import server_identity
-from pytest_latency.result import LatencyResult
+from pytest_latency.records import RunFileError, StoredRun, read_runs
 
-SCHEMA = "pytest-latency-baseline/1"
-# Record fields restored from a baseline; derived values (ttft_s, ...) are recomputed.
-_STORED = (
-    "id", "phase", "intended_s", "input_tokens", "max_tokens", "trace_id", "sent_s",
-    "first_token_s", "end_s", "itl_s", "error", "http_status", "output_tokens",
-    "output_tokens_source", "queue_wait_s", "prefill_s", "decode_s", "server_source",
-)  # fmt: skip
-
-
-class BaselineError(ValueError):
-    """A baseline file is missing or malformed; the message names the file and problem."""
+BaselineError = RunFileError  # one error for unreadable run and baseline files
+# Server fields that must match; the URL may not (the embedded server picks a free port).
+_SERVER_IDENTITY = ("kind", "model", "api")
+DEFAULT_HISTORY = 1
 
 
 @dataclass(frozen=True, slots=True)
-class BaselineRun:
-    test: str
-    server: dict[str, Any]
-    records: list[RequestRecord]
-    cohorts: dict[str, int]
+class Baseline:
+    """Stored runs by key, oldest first, and the file they came from."""
+
+    path: Path
+    runs: dict[str, list[StoredRun]]
+
+    def keys(self) -> list[str]:
+        return sorted(self.runs)
 
 
-def run_keys(runs: Sequence[LatencyResult]) -> list[str]:
+def run_keys(tests: Sequence[str]) -> list[str]:
     """A key per run: the test id, with ``#2``, ``#3``... for later runs of the same test."""
     seen: dict[str, int] = {}
     keys = []
-    for run in runs:
-        seen[run.test] = seen.get(run.test, 0) + 1
-        keys.append(run.test if seen[run.test] == 1 else f"{run.test}#{seen[run.test]}")
+    for test in tests:
+        seen[test] = seen.get(test, 0) + 1
+        keys.append(test if seen[test] == 1 else f"{test}#{seen[test]}")
     return keys
 
 
-def save_baseline(path: Path, runs: Sequence[LatencyResult]) -> None:
-    document = {
-        "schema": SCHEMA,
-        "created_unix": time.time(),
-        "runs": {
-            key: {
-                "server": server_identity(run),
-                "seed": run.workload.seed,
-                "cohorts": cohort_counts(run.records),
-                "requests": [
-                    {name: value for name, value in request_dict(r).items() if name in _STORED}
-                    | {"status": r.status.value}
-                    for r in run.records
-                ],
-            }
-            for key, run in zip(run_keys(runs), runs, strict=True)
-        },
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, allow_nan=False), encoding="utf-8")
-    tmp.replace(path)
+def _key_of(run: StoredRun, default: str) -> str:
+    key = run.document.get("baseline_key")
+    return key if isinstance(key, str) else default
 
 
-def load_baseline(path: Path) -> dict[str, BaselineRun]:
-    """Every run of a baseline file by key; BaselineError with the reason otherwise."""
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(
-            f"{path}: no such baseline (save one with --latency-save-baseline)"
-        ) from None
-    except (OSError, ValueError) as error:
-        raise BaselineError(f"{path}: not a readable JSON baseline ({error})") from None
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise BaselineError(f"{path}: not a pytest-latency baseline (schema {SCHEMA} expected)")
-    runs: dict[str, BaselineRun] = {}
-    try:
-        for key, run in document["runs"].items():
-            runs[key] = BaselineRun(
-                test=key,
-                server=dict(run["server"]),
-                records=[_record(row) for row in run["requests"]],
-                cohorts={str(k): int(v) for k, v in run["cohorts"].items()},
-            )
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise BaselineError(
-            f"{path}: malformed baseline ({type(error).__name__}: {error})"
-        ) from None
-    return runs
+def load_baseline(path: Path) -> Baseline:
+    """Every stored run of ``path`` by key; BaselineError naming the file otherwise."""
+    stored = read_runs(path)
+    runs: dict[str, list[StoredRun]] = {}
+    for run, key in zip(stored, run_keys([run.test for run in stored]), strict=True):
+        runs.setdefault(_key_of(run, key), []).append(run)
+    return Baseline(path, runs)
 
 
-def _record(row: dict[str, Any]) -> RequestRecord:
-    values = {name: row[name] for name in _STORED if name in row}
-    values["itl_s"] = list(values.get("itl_s") or [])
-    return RequestRecord(status=Status(row["status"]), **values)
+def fingerprint(workload: Mapping[str, Any] | None, server: Mapping[str, Any]) -> dict[str, Any]:
+    """What must match between a baseline run and a new run for a fair comparison."""
+    shape = dict(workload or {})
+    shape.pop("timeout_s", None)  # a deadline changes no request that met it
+    return {"workload": shape, "server": {name: server.get(name) for name in _SERVER_IDENTITY}}
+
+
+def mismatches(
+    stored: StoredRun, workload: Mapping[str, Any], server: Mapping[str, Any]
+) -> list[str]:
+    """The fingerprint fields in which ``stored`` differs from the new run ([] = comparable)."""
+    if stored.workload is None:
+        return ["workload (the baseline was saved without one; save it again)"]
+    old = fingerprint(stored.workload, stored.server)
+    new = fingerprint(workload, server)
+    differing = []
+    for part in ("workload", "server"):
+        for name in sorted(set(old[part]) | set(new[part])):
+            if old[part].get(name) != new[part].get(name):
+                differing.append(
+                    f"{part}.{name}: baseline {json.dumps(old[part].get(name))},"
+                    f" this run {json.dumps(new[part].get(name))}"
+                )
+    return differing
+
+
+def merge_for_save(
+    existing: Sequence[Mapping[str, Any]],
+    session_runs: Sequence[Mapping[str, Any]],
+    history: int = DEFAULT_HISTORY,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The runs to write: this session's valid runs merged into a file's earlier runs.
+
+    Each run dict is a ``--latency-json`` run carrying ``baseline_key``. Keys this session
+    ran keep up to ``history`` runs: the new one and the newest earlier ones with the
+    same fingerprint. Other keys are kept as they were. Returns the runs and a message
+    per key (saved, or why not).
+    """
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for run in existing:
+        by_key.setdefault(str(run.get("baseline_key", run.get("test"))), []).append(dict(run))
+    messages = []
+    for run in session_runs:
+        key = str(run["baseline_key"])
+        why_not = _unsaveable(run)
+        if why_not:
+            messages.append(f"{key}: not saved as a baseline ({why_not})")
+            continue
+        mark = fingerprint(run.get("workload"), run.get("server") or {})
+        earlier = [
+            old
+            for old in by_key.get(key, [])
+            if fingerprint(old.get("workload"), old.get("server") or {}) == mark
+        ]
+        kept = [*earlier, dict(run)][-max(history, 1) :]
+        by_key[key] = kept
+        messages.append(f"{key}: saved ({len(kept)} run(s) of history)")
+    return [run for runs in by_key.values() for run in runs], messages
+
+
+def _unsaveable(run: Mapping[str, Any]) -> str | None:
+    if run.get("interrupted"):
+        return "the run was cut short"
+    generator = run.get("generator")
+    if isinstance(generator, Mapping) and generator.get("valid") is False:
+        return "the run was invalid: " + "; ".join(map(str, generator.get("reasons", [])))
+    return None

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from pytest_latency.gate import enforce
 from pytest_latency.paired import PairedComparison, run_paired
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo
@@ -48,28 +50,34 @@ class LatencyFixture:
         *phases: Phase,
         baseline: ServerSpec,
         candidate: ServerSpec,
-        blocks: int = 16,
+        blocks: int = 32,
         workload: Workload | None = None,
         **workload_options: Any,
     ) -> PairedComparison:
         """Run baseline (A) and candidate (B) in interleaved ABBA blocks of the same load.
 
-        ``blocks`` is a multiple of 4; each adjacent A/B pair shares a seed. Decide with
+        ``blocks`` is a multiple of 4; each group of four (A B B A) is one paired ratio,
+        in which linear drift cancels, and every block has its own seed (derived from
+        ``--latency-seed`` or the workload's). Decide with
         ``comparison.assert_no_regression("ttft", p=95, max_regression="10%")``. The sign
-        test needs 8 pairs (16 blocks) to decide at 99%; 24+ pairs give it the power to
-        catch a 30% regression reliably (docs/statistics.md).
+        test needs 8 groups (32 blocks) to decide at 99% (docs/statistics.md).
         """
         if workload is None:
             workload = Workload(phases=tuple(phases), **workload_options)
         elif phases or workload_options:
             raise TypeError("pass either phases with options, or a whole workload, not both")
 
-        def run_block(block: Workload, server: ServerSpec, name: str) -> LatencyResult:
-            return self._session.run(block, test=name, server=server)
+        if self._session.options.seed is not None:
+            workload = dataclasses.replace(workload, seed=self._session.options.seed)
 
-        return run_paired(
+        def run_block(block: Workload, server: ServerSpec, name: str) -> LatencyResult:
+            return self._session.run(block, test=name, server=server, keep_seed=True)
+
+        comparison = run_paired(
             workload, baseline, candidate, blocks=blocks, test=self._nodeid, run_block=run_block
         )
+        comparison.gate = enforce
+        return comparison
 
 
 @pytest.fixture

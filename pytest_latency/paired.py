@@ -1,18 +1,24 @@
 """Baseline and candidate servers compared in one job, interleaved in ABBA blocks.
 
 The strong form of a relative objective: both servers run the same offered load in
-alternating blocks (A B B A ...), so drift on a shared, noisy machine hits both alike;
-each adjacent A/B pair uses the same seed (identical arrivals and prompts), and the
-verdict comes from the distribution-free bounds on the median of the paired ratios.
+alternating blocks (A B B A ...), so drift on a shared, noisy machine hits both alike.
+Each group of four blocks gives one paired ratio, ``sqrt(B2 * B3) / sqrt(A1 * A4)``: a
+linear drift adds as much to the B blocks (middle) as to the A blocks (ends), so it
+cancels within the group. Every block has its own seed, derived from the session's,
+so no two blocks share a prompt (a prefix cache cannot favour one side). The verdict
+comes from the distribution-free bounds on the median of the group ratios; every
+block's generator health is enforced.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_latency.analysis.compare import abba_order, abba_pairs, compare_blocks
+import numpy as np
+
+from pytest_latency.analysis.compare import abba_groups, abba_order, compare_blocks
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.analysis.verdict import ObjectiveResult
@@ -20,6 +26,7 @@ from pytest_latency.result import LatencyResult
 from pytest_latency.spec import ServerSpec, Workload, objective
 
 RunBlock = Callable[[Workload, ServerSpec, str], LatencyResult]
+Gate = Callable[[LatencyResult, Sequence[ObjectiveResult]], None]
 
 
 @dataclass(slots=True)
@@ -31,6 +38,7 @@ class PairedComparison:
     blocks: list[LatencyResult]
     confidence: float = DEFAULT_CONFIDENCE
     results: list[ObjectiveResult] = field(default_factory=list)
+    gate: Gate | None = None  # the pytest side's verdict enforcement
 
     def block_statistics(self, metric: str, p: float, phase: str | None = None) -> list[float]:
         """Each block's percentile of ``metric`` (failed requests count as unbounded)."""
@@ -44,11 +52,12 @@ class PairedComparison:
     ) -> ObjectiveResult:
         goal = objective(metric, p=p, max_regression=max_regression, phase=phase)
         assert goal.max_regression is not None
-        pairs = abba_pairs(self.block_statistics(metric, p, phase))
+        pairs = abba_groups(self.block_statistics(metric, p, phase))
         ratio = compare_blocks(pairs, goal.max_regression, confidence=self.confidence)
         result = ObjectiveResult(
             goal, ratio.verdict, ratio.ratio_estimate, ratio.ratio_lower, ratio.ratio_upper,
-            len(pairs), self.confidence, f"{len(pairs)} paired blocks: {ratio.reason}",
+            len(pairs), self.confidence,
+            f"{len(pairs)} ABBA groups of {len(self.blocks)} blocks: {ratio.reason}",
         )  # fmt: skip
         self.results.append(result)
         return result
@@ -57,14 +66,23 @@ class PairedComparison:
         self, metric: str, *, p: float, max_regression: str | float, phase: str | None = None
     ) -> ObjectiveResult:
         """Fail when the candidate is slower than baseline by more than ``max_regression``."""
-        from pytest_latency.gate import enforce  # pytest-facing; keep this module importable
-
         __tracebackhide__ = True
         result = self.decide(metric, p=p, max_regression=max_regression, phase=phase)
+        if self.gate is None:
+            if result.verdict.value == "fail":
+                raise AssertionError(f"{result.objective.label}: {result.reason}")
+            return result
+        for block in self.blocks:  # a block whose generator fell behind invalidates all
+            self.gate(dataclasses.replace(block, test=self.test), [])
         # Evidence (slowest requests, diagnosis) comes from the candidate's last block.
         candidate = self.blocks[max(i for i, side in enumerate(self.order) if side == "B")]
-        enforce(dataclasses.replace(candidate, test=self.test), [result])
+        self.gate(dataclasses.replace(candidate, test=self.test), [result])
         return result
+
+
+def block_seed(seed: int, block: int) -> int:
+    """Block ``block``'s seed, derived from the session's: distinct for every block."""
+    return int(np.random.SeedSequence([seed & 0xFFFFFFFF, block]).generate_state(1)[0])
 
 
 def run_paired(
@@ -76,11 +94,11 @@ def run_paired(
     test: str,
     run_block: RunBlock,
 ) -> PairedComparison:
-    """Run ``blocks`` blocks in ABBA order; pair ``k`` (blocks 2k, 2k+1) shares one seed."""
+    """Run ``blocks`` blocks in ABBA order, each with its own seed derived from the workload's."""
     order = abba_order(blocks)
     results = []
     for index, side in enumerate(order):
-        seeded = dataclasses.replace(workload, seed=workload.seed + index // 2)
+        seeded = dataclasses.replace(workload, seed=block_seed(workload.seed, index))
         server = baseline if side == "A" else candidate
         results.append(run_block(seeded, server, f"{test}[{side}{index + 1}]"))
     return PairedComparison(test=test, order=order, blocks=results)

@@ -8,9 +8,9 @@ import pytest
 
 from pytest_latency import hookspecs
 from pytest_latency._options import add_options, read_options
-from pytest_latency.baseline import BaselineError, save_baseline
+from pytest_latency.baseline import BaselineError
 from pytest_latency.fixtures import latency  # noqa: F401  (pytest finds fixtures on the plugin)
-from pytest_latency.report.json_report import write_json
+from pytest_latency.report.json_report import save_baseline, write_json
 from pytest_latency.report.terminal import format_run
 from pytest_latency.session import SESSION_KEY, LatencySession
 from pytest_latency.yaml_items import SloFile, collect_file
@@ -71,6 +71,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(line)
     if session.options.json_path is not None:
         terminalreporter.write_line(f"latency JSON: {session.options.json_path}")
+    for line in session.saved_baseline:
+        terminalreporter.write_line(line)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -79,8 +81,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     if latency_session.options.json_path is not None:
         write_json(latency_session.options.json_path, latency_session.runs)
-    if latency_session.options.save_baseline is not None and latency_session.runs:
-        save_baseline(latency_session.options.save_baseline, latency_session.runs)
+    options = latency_session.options
+    if options.save_baseline is not None and latency_session.runs:
+        latency_session.saved_baseline = save_baseline(
+            options.save_baseline, latency_session.runs, options.baseline_history
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

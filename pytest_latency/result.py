@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_latency.analysis.cohorts import in_range, output_length
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
+from pytest_latency.analysis.objectives import (
+    decide_objectives,
+    in_scope,
+    spent_confidence,
+)
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
-from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
-from pytest_latency.analysis.verdict import (
-    ObjectiveResult,
-    Verdict,
-    decide,
-    objective_confidence,
-)
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Objective, SpecError, Workload
@@ -45,9 +42,19 @@ class LatencyResult:
     health: GeneratorHealth | None = None  # None: not checked
     # The server died during the run: how (exit code, last log lines); None if it ran on.
     server_exit: str | None = None
-    # The same test's requests from --latency-baseline, for relative objectives.
-    baseline_records: list[RequestRecord] | None = None
+    # The same test's stored runs from --latency-baseline (oldest first), for relative
+    # objectives; several runs of one build let verdicts see between-run noise.
+    baseline_runs: list[list[RequestRecord]] | None = None
     objective_results: list[ObjectiveResult] = field(default_factory=list)
+    # Set by the pytest side: turns results into a test outcome (the gate). Analysis
+    # never imports pytest; without a gate, failures raise a plain AssertionError.
+    gate: Callable[[LatencyResult, Sequence[ObjectiveResult]], None] | None = None
+    # "session": the error budget spans every objective of the session (see
+    # analysis/objectives.py); the counter is shared by the session's runs.
+    error_budget: SessionBudget | None = None
+    interrupted: str | None = None  # why the run was cut short, if it was
+    # Why --latency-baseline cannot serve this run (no entry, another workload), if so.
+    baseline_problem: str | None = None
 
     @property
     def offered(self) -> int:
@@ -63,25 +70,25 @@ class LatencyResult:
         return [record for record in self.records if record.phase == phase]
 
     def scoped(self, objective: Objective) -> list[RequestRecord]:
-        """The requests an objective is about: its phase and token-length cohort."""
-        if objective.input_tokens is None and objective.output_tokens is None:
-            return self.phase_records(objective.phase)
-        return [
-            record
-            for record in self.phase_records(objective.phase)
-            if in_range(record.input_tokens, objective.input_tokens)
-            and in_range(output_length(record), objective.output_tokens)
-        ]
+        """The requests an objective is about: its phase and planned token-length cohort."""
+        self.phase_records(objective.phase)  # an unknown phase is an error
+        return in_scope(self.records, objective)
 
     def percentile(self, metric: str, p: float, phase: str | None = None) -> float:
-        """Point estimate of ``metric`` at percentile ``p`` over completed requests, in s."""
-        ok = [record for record in self.phase_records(phase) if record.ok]
-        return percentile(metric_samples(ok, metric), p)
+        """``metric`` at percentile ``p`` (0 < p < 100), in seconds, as verdicts count it.
+
+        Failed requests count as unbounded (``inf``) and ITL is each request's median gap,
+        so this is the estimate a verdict on the same scope prints.
+        """
+        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 < p < 100.0:
+            hint = f"; use {p * 100:g}, not {p!r}" if isinstance(p, float) and 0 < p < 1 else ""
+            raise SpecError(f"percentile p must lie in (0, 100), got {p!r}{hint}")
+        return percentile(metric_samples(self.phase_records(phase), metric), p)
 
     def summaries(self) -> list[PhaseSummary]:
         columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
         return [
-            summarise_phase(phase, self.workload.phase_start_s(phase.name), columns)
+            summarise_phase(phase, self.workload.phase_windows(phase.name), columns)
             for phase in self.workload.phases
         ]
 
@@ -91,39 +98,55 @@ class LatencyResult:
 
     def evaluate(self, objectives: Sequence[Objective]) -> list[ObjectiveResult]:
         """Decide ``objectives`` together (their confidence shared) and keep the results."""
-        confidence = objective_confidence(len(objectives), self.confidence)
-        results = [self._decide(objective, confidence) for objective in objectives]
+        if self.error_budget is not None:
+            confidence = self.error_budget.take(len(objectives), self.confidence)
+        else:
+            confidence = objective_confidence(len(objectives), self.confidence)
+        for objective in objectives:
+            self.phase_records(objective.phase)  # an unknown phase is an error
+            if objective.relative and self.baseline_problem:
+                raise SpecError(f"{objective.label}: {self.baseline_problem}")
+        invalid = None
         if self.health is not None and not self.health.valid:
-            reason = "; ".join(self.health.reasons)
-            results = [
-                dataclasses.replace(result, verdict=Verdict.INVALID, reason=reason)
-                for result in results
-            ]
+            invalid = "; ".join(self.health.reasons)
+        if self.interrupted:
+            invalid = f"the run was cut short ({self.interrupted})"
+        results = decide_objectives(
+            objectives,
+            self.records,
+            confidence=confidence,
+            baseline=self.baseline_runs,
+            invalid_reason=invalid,
+        )
         self.objective_results.extend(results)
         return results
-
-    def _decide(self, objective: Objective, confidence: float) -> ObjectiveResult:
-        if not objective.relative:
-            return decide(objective, self.scoped(objective), confidence)
-        baseline = None
-        if self.baseline_records is not None:
-            baseline = [
-                record
-                for record in self.baseline_records
-                if (objective.phase is None or record.phase == objective.phase)
-                and in_range(record.input_tokens, objective.input_tokens)
-                and in_range(output_length(record), objective.output_tokens)
-            ]
-        return decide_relative(objective, self.scoped(objective), baseline, confidence)
 
     def assert_slo(self, *objectives: Objective) -> list[ObjectiveResult]:
         """Decide ``objectives``; raise AssertionError naming every failed one with evidence.
 
         Inconclusive objectives follow the session's ``--latency-inconclusive`` setting.
         """
-        from pytest_latency.gate import enforce  # the gate is pytest-facing; keep analysis pure
-
         __tracebackhide__ = True
+        if not objectives:
+            raise SpecError("assert_slo() needs at least one objective")
         results = self.evaluate(objectives)
-        enforce(self, results)
+        if self.gate is not None:
+            self.gate(self, results)
+        else:
+            failed = [r.objective.label for r in results if r.verdict is Verdict.FAIL]
+            if failed:
+                raise AssertionError(f"latency objectives not met: {', '.join(failed)}")
         return results
+
+
+class SessionBudget:
+    """One error budget for every objective of a session (``--latency-error-control``)."""
+
+    def __init__(self) -> None:
+        self.decided = 0
+
+    def take(self, count: int, confidence: float) -> float:
+        """The per-objective confidence for ``count`` objectives decided next."""
+        spent = spent_confidence(confidence, self.decided, count)
+        self.decided += max(count, 1)
+        return spent

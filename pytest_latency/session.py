@@ -10,9 +10,10 @@ import pytest
 
 from pytest_latency._options import LatencyOptions
 from pytest_latency.analysis.health import check_generator
-from pytest_latency.baseline import load_baseline, run_keys
+from pytest_latency.baseline import load_baseline, mismatches, run_keys
 from pytest_latency.driver import Target, run_plan
-from pytest_latency.result import LatencyResult
+from pytest_latency.gate import enforce
+from pytest_latency.result import LatencyResult, SessionBudget
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.spec import ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
@@ -48,6 +49,8 @@ class LatencySession:
         self._failed_starts: dict[tuple[object, ...], ServerStartError] = {}
         self._stack = ExitStack()
         self.baseline = load_baseline(options.baseline) if options.baseline else None
+        self.saved_baseline: list[str] = []  # what --latency-save-baseline did, to print
+        self.error_budget = SessionBudget() if options.error_control == "session" else None
         self.telemetry = TelemetryHub(
             TelemetrySettings(
                 receiver_address=options.otlp_receiver,
@@ -99,10 +102,19 @@ class LatencySession:
         return info
 
     def run(
-        self, workload: Workload, *, test: str, server: ServerSpec | None = None
+        self,
+        workload: Workload,
+        *,
+        test: str,
+        server: ServerSpec | None = None,
+        keep_seed: bool = False,
     ) -> LatencyResult:
-        """Offer ``workload`` to the server open loop and return every request's record."""
-        if self.options.seed is not None:
+        """Offer ``workload`` to the server open loop and return every request's record.
+
+        ``--latency-seed`` replaces the workload's seed unless ``keep_seed`` (ABBA blocks
+        carry seeds already derived from it).
+        """
+        if self.options.seed is not None and not keep_seed:
             workload = dataclasses.replace(workload, seed=self.options.seed)
         info = self.server(server)
         plan = build_plan(workload)
@@ -132,14 +144,37 @@ class LatencySession:
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
         )
-        if self.baseline is not None:
-            key = run_keys([*self.runs, result])[-1]
-            if key in self.baseline:
-                result.baseline_records = self.baseline[key].records
+        result.gate = enforce
+        result.error_budget = self.error_budget
+        self._attach_baseline(result)
         self.runs.append(result)
         if self._on_run is not None:
             self._on_run(result)
         return result
+
+    def _attach_baseline(self, result: LatencyResult) -> None:
+        """Give ``result`` its stored runs, or the reason they are not comparable."""
+        if self.baseline is None:
+            return
+        key = run_keys([*(run.test for run in self.runs), result.test])[-1]
+        stored = self.baseline.runs.get(key)
+        if not stored:
+            known = ", ".join(self.baseline.keys()[:10]) or "none"
+            result.baseline_problem = (
+                f"{self.baseline.path} holds no run for {key!r} (it holds: {known})"
+            )
+            return
+        identity = {"kind": result.server.kind, "model": result.server.model}
+        identity["api"] = result.server.api
+        differing = mismatches(stored[-1], result.workload.to_json(), identity)
+        if differing and not self.options.allow_baseline_mismatch:
+            result.baseline_problem = (
+                f"{self.baseline.path}: the baseline of {key!r} ran another workload or server"
+                f" ({'; '.join(differing)}); pass --latency-allow-baseline-mismatch to"
+                " compare anyway"
+            )
+            return
+        result.baseline_runs = [run.records for run in stored]
 
     def close(self) -> None:
         self._servers.clear()

@@ -17,6 +17,7 @@ Api = Literal["chat", "completions"]
 Metric = Literal[
     "ttft",
     "itl",
+    "itl_max",
     "tpot",
     "e2e",
     "queue_wait",
@@ -36,6 +37,7 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_INPUT_TOKENS = (200, 400)
 DEFAULT_OUTPUT_TOKENS = 200
 DEFAULT_SEED = 0
+MAX_REPEAT = 1000
 
 
 class SpecError(ValueError):
@@ -93,6 +95,10 @@ class Workload:
     timeout_s: float = DEFAULT_TIMEOUT_S
     warmup_requests: int = 0
     ignore_eos: bool = True
+    # Run the phases this many times, with ``cooldown_s`` of silence between: each repeat
+    # is an independent episode, the unit for objectives about a burst.
+    repeat: int = 1
+    cooldown_s: float = 0.0
 
     def __post_init__(self) -> None:
         if not self.phases:
@@ -113,18 +119,65 @@ class Workload:
             raise SpecError(f"timeout must be > 0, got {self.timeout_s!r}")
         if self.warmup_requests < 0:
             raise SpecError(f"warmup must be >= 0, got {self.warmup_requests!r}")
+        if not 1 <= self.repeat <= MAX_REPEAT:
+            raise SpecError(f"repeat must be an integer in 1..{MAX_REPEAT}, got {self.repeat!r}")
+        if not 0.0 <= self.cooldown_s < float("inf"):
+            raise SpecError(f"cooldown must be a finite duration >= 0, got {self.cooldown_s!r}")
+        if self.repeat > 1 and self.cooldown_s == 0.0:
+            raise SpecError(
+                "repeat needs a cooldown (e.g. cooldown: 10s) so that one episode's queue"
+                " drains before the next: episodes must be independent"
+            )
+
+    @property
+    def episode_s(self) -> float:
+        """One pass over the phases."""
+        return sum(phase.duration_s for phase in self.phases)
 
     @property
     def duration_s(self) -> float:
-        return sum(phase.duration_s for phase in self.phases)
+        """Every episode and the cool-downs between them."""
+        return self.repeat * self.episode_s + (self.repeat - 1) * self.cooldown_s
 
-    def phase_start_s(self, name: str) -> float:
-        start = 0.0
+    def episode_start_s(self, episode: int) -> float:
+        return episode * (self.episode_s + self.cooldown_s)
+
+    def phase_start_s(self, name: str, episode: int = 0) -> float:
+        start = self.episode_start_s(episode)
         for phase in self.phases:
             if phase.name == name:
                 return start
             start += phase.duration_s
         raise KeyError(name)
+
+    def phase_windows(self, name: str) -> list[tuple[float, float]]:
+        """(start, end) of every occurrence of phase ``name``, one per episode."""
+        phase = next(phase for phase in self.phases if phase.name == name)
+        starts = [self.phase_start_s(name, episode) for episode in range(self.repeat)]
+        return [(start, start + phase.duration_s) for start in starts]
+
+    def to_json(self) -> dict[str, object]:
+        """The workload as given, for the run's JSON and the baseline fingerprint."""
+        return {
+            "seed": self.seed,
+            "input_tokens": list(self.input_tokens),
+            "output_tokens": self.output_tokens,
+            "timeout_s": self.timeout_s,
+            "warmup": self.warmup_requests,
+            "ignore_eos": self.ignore_eos,
+            "repeat": self.repeat,
+            "cooldown_s": self.cooldown_s,
+            "phases": [
+                {
+                    "name": phase.name,
+                    "arrival": phase.arrival,
+                    "rate": phase.rate,
+                    "duration_s": phase.duration_s,
+                    "burstiness": phase.burstiness,
+                }
+                for phase in self.phases
+            ],
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +198,9 @@ class Objective:
     input_tokens: tuple[int, int] | None = None
     output_tokens: tuple[int, int] | None = None
     max_regression: float | None = None
+    # A relative objective fails only when the candidate is slower than the baseline by
+    # more than max_regression *and* by more than this many seconds (0: no floor).
+    min_change_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -177,6 +233,10 @@ class Objective:
             raise SpecError(f"objective {self.metric}: max must be > 0, got {self.max_s!r}")
         if self.max_regression is not None and not self.max_regression >= 0:
             raise SpecError(f"objective {self.metric}: max_regression must be >= 0")
+        if not 0.0 <= self.min_change_s < float("inf"):
+            raise SpecError(f"objective {self.metric}: min_change must be a finite duration >= 0")
+        if self.min_change_s and self.max_regression is None:
+            raise SpecError(f"objective {self.metric}: min_change applies to max_regression only")
 
     @property
     def relative(self) -> bool:
@@ -263,18 +323,21 @@ def objective(
     max_regression: str | float | None = None,
     input_tokens: tuple[int, int] | None = None,
     output_tokens: tuple[int, int] | None = None,
+    min_change: str | float | None = None,
 ) -> Objective:
     """An objective with human units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
     ``max`` is a duration (``"700ms"``, or seconds as a number) for latency metrics and a
     percentage (``"1%"``, or a fraction) for ``error_rate``; ``max_regression`` is a
-    percentage against the baseline (``"10%"``).
+    percentage against the baseline (``"10%"``), and ``min_change`` an absolute floor on a
+    relative regression (``"2ms"``; default none).
     """
     try:
         limit = None
         if max is not None:
             limit = parse_fraction(max) if metric == "error_rate" else parse_duration(max)
         regression = None if max_regression is None else parse_fraction(max_regression)
+        floor = 0.0 if min_change is None else parse_duration(min_change)
     except ValueError as error:
         raise SpecError(f"objective {metric}: {error}") from None
     return Objective(
@@ -285,4 +348,5 @@ def objective(
         max_regression=regression,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        min_change_s=floor,
     )

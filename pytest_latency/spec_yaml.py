@@ -185,6 +185,8 @@ _WORKLOAD_KEYS = (
     "timeout",
     "warmup",
     "ignore_eos",
+    "repeat",
+    "cooldown",
     "phases",
 )
 _OBJECTIVE_KEYS = (
@@ -192,6 +194,7 @@ _OBJECTIVE_KEYS = (
     "p",
     "max",
     "max_regression",
+    "min_change",
     "phase",
     "input_tokens",
     "output_tokens",
@@ -244,6 +247,8 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
         "timeout": ("timeout_s", parse_duration),
         "warmup": ("warmup_requests", _int),
         "ignore_eos": ("ignore_eos", _flag),
+        "repeat": ("repeat", _int),
+        "cooldown": ("cooldown_s", parse_duration),
     }
     for name, (attribute, parse) in parsers.items():
         if name in node:
@@ -281,6 +286,7 @@ def _parse_objective(
             p=optional("p", _number),
             phase=phase,
             max_regression=optional("max_regression", parse_fraction),
+            min_change_s=optional("min_change", parse_duration) or 0.0,
             input_tokens=optional("input_tokens", _token_range),
             output_tokens=optional("output_tokens", _token_range),
         ),

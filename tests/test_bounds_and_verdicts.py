@@ -45,6 +45,8 @@ def test_nan_samples_are_refused():
 
 
 def _records(ttfts):
+    """Records in a seeded random send order: failures scattered, not in one block."""
+    ttfts = [ttfts[i] for i in np.random.default_rng(len(ttfts)).permutation(len(ttfts))]
     records = []
     for index, ttft in enumerate(ttfts):
         record = RequestRecord(id=index, phase="steady", intended_s=0.0, input_tokens=10)

@@ -24,7 +24,11 @@ from pytest_latency.analysis.compare import (
     per_sample_confidence,
     signed_rank_ranks,
 )
-from pytest_latency.analysis.percentiles import bound_ranks, quantile_bounds
+from pytest_latency.analysis.percentiles import (
+    bound_ranks,
+    correlated_quantile_bounds,
+    quantile_bounds,
+)
 from pytest_latency.analysis.verdict import Verdict
 
 SIGMA = 0.5
@@ -45,6 +49,23 @@ def _sorted_samples(seed: int, n: int, scale: float = 1.0, sigma: float = SIGMA)
     return np.sort(rng.lognormal(sigma=sigma, size=(REPS, n)), axis=1) * scale
 
 
+def _send_order(sorted_sample: np.ndarray) -> np.ndarray:
+    """A sorted sample back in a random send order (sorted would look perfectly correlated)."""
+    return np.random.default_rng(sorted_sample.size).permutation(sorted_sample)
+
+
+def _looks_independent(*samples: np.ndarray) -> bool:
+    """Whether the bounds take these samples as independent (the vectorised rule's premise).
+
+    About 2% of independent samples look correlated by chance and get wider bounds; the
+    check of the vectorised rule skips those.
+    """
+    return all(
+        correlated_quantile_bounds(_send_order(sample), Q, 0.995).dependence.independent
+        for sample in samples
+    )
+
+
 # --- absolute objectives -----------------------------------------------------------------
 
 
@@ -56,7 +77,7 @@ def absolute_fail_rate(n: int, limit_over_true: float, seed: int) -> float:
     assert lower_rank is not None
     lower = samples[:, lower_rank - 1]
     for i in range(CHECKED):
-        assert quantile_bounds(samples[i], Q, CONFIDENCE)[0] == lower[i]
+        assert quantile_bounds(_send_order(samples[i]), Q, CONFIDENCE)[0] == lower[i]
     return float(np.mean(lower > limit))
 
 
@@ -99,25 +120,31 @@ def stored_fail_rate(n: int, slowdown: float, seed: int, sigma: float = SIGMA) -
     assert lower_rank is not None and upper_rank is not None
     allowed = base[:, upper_rank - 1] * (1.0 + MAX_REGRESSION)
     cand_lower = cand[:, lower_rank - 1]
-    fails = (cand_lower > allowed) & (cand_lower - allowed > 0.005)
+    fails = cand_lower > allowed
     for i in range(CHECKED):
-        result = compare_quantiles(base[i], cand[i], Q, MAX_REGRESSION, confidence=CONFIDENCE)
+        if not _looks_independent(base[i], cand[i]):
+            continue
+        result = compare_quantiles(
+            _send_order(base[i]), _send_order(cand[i]), Q, MAX_REGRESSION, confidence=CONFIDENCE
+        )
         assert (result.verdict is Verdict.FAIL) == fails[i]
     return float(np.mean(fails))
 
 
 def stored_pass_rate(n: int, slowdown: float, seed: int) -> float:
-    """compare_quantiles' pass rule (ratio bound, or absolute change within the floor)."""
+    """compare_quantiles' pass rule: the ratio's upper bound within the allowance."""
     base = _sorted_samples(seed, n)
     cand = _sorted_samples(seed + 1000, n, scale=slowdown)
     lower_rank, upper_rank = bound_ranks(n, Q, per_sample_confidence(CONFIDENCE))
     assert lower_rank is not None and upper_rank is not None
     base_lower, cand_upper = base[:, lower_rank - 1], cand[:, upper_rank - 1]
-    passes = (cand_upper <= base_lower * (1.0 + MAX_REGRESSION)) | (
-        cand_upper - base_lower <= 0.005
-    )
+    passes = cand_upper <= base_lower * (1.0 + MAX_REGRESSION)
     for i in range(CHECKED):
-        result = compare_quantiles(base[i], cand[i], Q, MAX_REGRESSION, confidence=CONFIDENCE)
+        if not _looks_independent(base[i], cand[i]):
+            continue
+        result = compare_quantiles(
+            _send_order(base[i]), _send_order(cand[i]), Q, MAX_REGRESSION, confidence=CONFIDENCE
+        )
         assert (result.verdict is Verdict.PASS) == passes[i]
     return float(np.mean(passes))
 

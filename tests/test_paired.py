@@ -2,7 +2,8 @@
 
 import pytest
 
-from pytest_latency.analysis.compare import abba_order
+from pytest_latency.analysis.compare import abba_groups, abba_order
+from pytest_latency.paired import block_seed
 
 
 def test_python_api_paired_comparison(pytester):
@@ -17,19 +18,21 @@ def test_python_api_paired_comparison(pytester):
                 "prefill_per_token_s": 0.00001})
 
         LOAD = dict(input_tokens=(20, 40), output_tokens=20, seed=5)
-        PHASE = Phase("steady", rate=25, duration_s=0.8, arrival="poisson")
+        PHASE = Phase("steady", rate=40, duration_s=0.5, arrival="poisson")
 
         def test_same_server_does_not_fail(latency):
             comparison = latency.compare(PHASE, baseline=sim(0.004), candidate=sim(0.004),
-                                         blocks=16, **LOAD)
+                                         blocks=32, **LOAD)
             assert comparison.order[:4] == ["A", "B", "B", "A"]
-            assert len(comparison.blocks) == 16
+            assert len(comparison.blocks) == 32
+            seeds = {block.workload.seed for block in comparison.blocks}
+            assert len(seeds) == 32  # every block its own seed: no shared prompts
             result = comparison.decide("e2e", p=50, max_regression="10%")
             assert result.verdict.value != "fail", result.reason
 
         def test_30_percent_slower_candidate_fails(latency):
             comparison = latency.compare(PHASE, baseline=sim(0.004), candidate=sim(0.0052),
-                                         blocks=16, **LOAD)
+                                         blocks=32, **LOAD)
             with pytest.raises(LatencyObjectiveError, match="e2e p50 <= baseline"):
                 comparison.assert_no_regression("e2e", p=50, max_regression="10%")
             ratio = comparison.results[-1]
@@ -38,6 +41,23 @@ def test_python_api_paired_comparison(pytester):
     )
     result = pytester.runpytest("-q")
     result.assert_outcomes(passed=2)
+
+
+def test_abba_groups_cancel_a_linear_drift():
+    # Every block 5% slower than the one before, candidate 20% slower: the group ratio
+    # is exactly 1.2, with no trace of the drift.
+    drift = [1.05**index for index in range(8)]
+    sides = abba_order(8)
+    stats = [d * (1.2 if side == "B" else 1.0) for d, side in zip(drift, sides, strict=True)]
+    for baseline, candidate in abba_groups(stats):
+        assert candidate / baseline == pytest.approx(1.2)
+
+
+def test_block_seeds_are_distinct_and_derived_from_the_session_seed():
+    seeds = [block_seed(7, index) for index in range(64)]
+    assert len(set(seeds)) == 64
+    assert seeds == [block_seed(7, index) for index in range(64)]  # reproducible
+    assert block_seed(8, 0) != seeds[0]
 
 
 def test_block_count_must_be_a_multiple_of_four():

@@ -24,8 +24,8 @@ workload:
 objectives:
   - {{metric: ttft, p: 50, max: 2s, phase: steady}}
   - {{metric: error_rate, max: 50%}}
-  - {{metric: queue_wait, p: 50, max: 3s}}
-  - {{metric: after_queue, p: 50, max: 3s}}
+  - {{metric: queue_wait, p: 50, max: 3s, phase: steady}}
+  - {{metric: after_queue, p: 50, max: 3s, phase: steady}}
 """
 
 FLAGS = [
@@ -144,8 +144,10 @@ def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
             "lower_s",
             "upper_s",
             "n",
+            "n_effective",
         } <= objective.keys()
         assert objective["verdict"] == "pass"
+        assert 0 < objective["n_effective"] <= objective["n"]
 
 
 def test_spec_errors_are_collection_errors_naming_file_line_and_key(pytester):

@@ -3,12 +3,14 @@
 A longer prompt increases prefill work whatever the queue does, and averages over a
 changed mix move for no reason, so results are also reported per cohort. Default
 buckets (tokens): input 1-256, 257-1024, 1025-4096, >4096; output 1-64, 65-256,
-257-1024, >1024. Input is the planned prompt length; output is the server's count
-where the request completed, else the planned cap.
+257-1024, >1024. Both are the *planned* lengths (prompt length and output cap): a
+request's cohort is fixed before it is sent, so a server that stops early cannot move
+its slow requests into another cohort.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -33,7 +35,8 @@ def bucket(value: int | None, edges: Sequence[int]) -> str:
 
 
 def output_length(record: RequestRecord) -> int | None:
-    return record.output_tokens if record.ok and record.output_tokens else record.max_tokens
+    """The planned output length (the request's ``max_tokens``)."""
+    return record.max_tokens
 
 
 def cohort_key(record: RequestRecord) -> str:
@@ -85,28 +88,29 @@ class CohortSummary:
             "offered": self.offered,
             "completed": self.completed,
             "failed": self.failed,
-            **{name: (value if value == value else None) for name, value in values.items()},
+            **{name: (value if math.isfinite(value) else None) for name, value in values.items()},
         }
 
 
 def summarise_cohorts(records: Sequence[RequestRecord]) -> list[CohortSummary]:
-    """One summary per non-empty cohort, in first-seen order; completed requests only."""
+    """One summary per non-empty cohort, in first-seen order; failures count as in verdicts."""
     groups: dict[str, list[RequestRecord]] = {}
     for record in records:
         groups.setdefault(cohort_key(record), []).append(record)
     summaries = []
     for key, members in groups.items():
         ok = [record for record in members if record.ok]
+        ttft = metric_samples(members, "ttft")
         summaries.append(
             CohortSummary(
                 key=key,
                 offered=len(members),
                 completed=len(ok),
                 failed=len(members) - len(ok),
-                ttft_p50_s=percentile(metric_samples(ok, "ttft"), 50),
-                ttft_p95_s=percentile(metric_samples(ok, "ttft"), 95),
-                itl_p50_s=percentile(metric_samples(ok, "itl"), 50),
-                e2e_p95_s=percentile(metric_samples(ok, "e2e"), 95),
+                ttft_p50_s=percentile(ttft, 50),
+                ttft_p95_s=percentile(ttft, 95),
+                itl_p50_s=percentile(metric_samples(members, "itl"), 50),
+                e2e_p95_s=percentile(metric_samples(members, "e2e"), 95),
             )
         )
     return summaries

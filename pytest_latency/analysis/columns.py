@@ -13,6 +13,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from pytest_latency.analysis.samples import gap_statistic
 from pytest_latency.records import RequestRecord, Status
 
 STATUSES: tuple[Status, ...] = tuple(Status)
@@ -81,16 +82,20 @@ class Columns:
         return {STATUSES[code].value: int(n) for code, n in enumerate(counts) if n}
 
     def interval(self, instant: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        """``instant - intended`` of completed requests in ``mask`` that have the instant."""
-        chosen = mask & self.ok
-        values: np.ndarray = instant[chosen] - self.intended[chosen]
+        """``instant - intended`` per request in ``mask``: ``inf`` where it failed.
+
+        The verdicts' rule (analysis/samples.py): a failed request counts as unbounded,
+        a completed one without the instant is left out.
+        """
+        values: np.ndarray = instant[mask] - self.intended[mask]
+        values[~self.ok[mask]] = np.inf
         present: np.ndarray = values[~np.isnan(values)]
         return present
 
-    def itl_pool(self, mask: np.ndarray) -> np.ndarray:
-        """Every gap of every completed request in ``mask``, pooled."""
-        chosen = list(compress(self.itl, (mask & self.ok).tolist()))
-        if not chosen:
-            return np.empty(0, dtype=np.float64)
-        pooled: np.ndarray = np.concatenate(chosen).astype(np.float64, copy=False)
-        return pooled
+    def itl_per_request(self, mask: np.ndarray) -> np.ndarray:
+        """Each request's median gap in ``mask`` (``inf`` where it failed), as verdicts see it."""
+        selected = mask.tolist()
+        medians = gap_statistic(list(compress(self.itl, selected)), "median")
+        medians[~self.ok[mask]] = np.inf
+        present: np.ndarray = medians[~np.isnan(medians)]
+        return present

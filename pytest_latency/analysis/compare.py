@@ -4,11 +4,12 @@ Two designs, both deciding ``pass`` / ``fail`` / ``inconclusive`` on a *ratio*
 (candidate / baseline) against ``1 + max_regression``:
 
 * :func:`compare_quantiles` compares two independent samples (a stored baseline and a new
-  run). Each quantile gets a distribution-free order-statistic interval, at a per-sample
-  confidence chosen so both intervals hold together with probability >= ``confidence``
-  (Bonferroni); the ratio interval is [cand_lower / base_upper, cand_upper / base_lower].
-  A fail also needs an absolute excess over ``floor_s``, so tiny latencies never fail on a
-  large but irrelevant relative change.
+  run). Each quantile gets a distribution-free order-statistic interval at its effective
+  n, at a per-sample confidence chosen so both intervals hold together with probability
+  >= ``confidence`` (Bonferroni); the ratio interval is [cand_lower / base_upper,
+  cand_upper / base_lower]. It is exact and conservative; with enough samples the
+  log-ratio test of :mod:`.stored` has far more power and is used instead. An optional
+  ``floor_s`` (default 0: no hidden floor) also requires an absolute excess to fail.
 * :func:`compare_blocks` compares paired block statistics from one job, run in ABBA order
   (:func:`abba_order`): the per-pair log ratios get a confidence interval for their median
   by the sign test (distribution-free), or optionally for their centre of symmetry by the
@@ -32,12 +33,12 @@ import numpy as np
 from pytest_latency.analysis.percentiles import (
     DEFAULT_CONFIDENCE,
     bound_ranks,
+    correlated_quantile_bounds,
     percentile,
-    quantile_bounds,
 )
 from pytest_latency.analysis.verdict import Verdict
 
-DEFAULT_FLOOR_S = 0.005
+DEFAULT_FLOOR_S = 0.0
 # Suggested threshold on :func:`mix_shift` above which a comparison deserves a warning.
 MIX_SHIFT_WARNING = 0.1
 # Above this many pairs the exact signed-rank distribution gets costly; the sign test has
@@ -96,8 +97,10 @@ def compare_quantiles(
     limit = 1.0 + max_regression
     side_conf = per_sample_confidence(confidence)
     # Bounds on latencies are never below 0 (a missing lower bound is -inf).
-    b_lo, b_up = (max(v, 0.0) for v in quantile_bounds(base, q, side_conf))
-    c_lo, c_up = (max(v, 0.0) for v in quantile_bounds(cand, q, side_conf))
+    base_bounds = correlated_quantile_bounds(base, q, side_conf)
+    cand_bounds = correlated_quantile_bounds(cand, q, side_conf)
+    b_lo, b_up = max(base_bounds.lower, 0.0), max(base_bounds.upper, 0.0)
+    c_lo, c_up = max(cand_bounds.lower, 0.0), max(cand_bounds.upper, 0.0)
     # Both infinite: for the lower ratio that is "cannot fail", for the upper "cannot pass".
     ratio_lower = _ratio(c_lo, b_up, both_inf=0.0)
     ratio_upper = _ratio(c_up, b_lo, both_inf=math.inf)
@@ -110,14 +113,15 @@ def compare_quantiles(
     if math.isfinite(b_up) and ratio_lower > limit:
         excess = c_lo - b_up * limit
         if excess > floor_s:
+            floor = (
+                f" (excess {_fmt_s(excess)} over the {_fmt_s(floor_s)} floor)" if floor_s else ""
+            )
             return result(
-                Verdict.FAIL,
-                f"{pname} ratio lower bound {ratio_lower:.3g} > {limit:.3g}"
-                f" (excess {_fmt_s(excess)} over the {_fmt_s(floor_s)} floor)",
+                Verdict.FAIL, f"{pname} ratio lower bound {ratio_lower:.3g} > {limit:.3g}{floor}"
             )
     if ratio_upper <= limit:
         return result(Verdict.PASS, f"{pname} ratio upper bound {ratio_upper:.3g} <= {limit:.3g}")
-    if c_up - b_lo <= floor_s:
+    if floor_s > 0.0 and c_up - b_lo <= floor_s:
         return result(
             Verdict.PASS,
             f"{pname} can have grown by at most {_fmt_s(c_up - b_lo)}"
@@ -214,6 +218,20 @@ def abba_pairs(statistics: Sequence[float]) -> list[tuple[float, float]]:
     for i in range(0, len(order), 2):
         first, second = statistics[i], statistics[i + 1]
         pairs.append((first, second) if order[i] == "A" else (second, first))
+    return pairs
+
+
+def abba_groups(statistics: Sequence[float]) -> list[tuple[float, float]]:
+    """One (baseline, candidate) pair per group of four ABBA blocks: ``A1 B2 B3 A4``.
+
+    The pair is (sqrt(A1 * A4), sqrt(B2 * B3)): geometric means, so a linear drift in the
+    log statistic (the same step from block to block) cancels in the log ratio.
+    """
+    order = abba_order(len(statistics))
+    pairs: list[tuple[float, float]] = []
+    for start in range(0, len(order), 4):
+        a1, b2, b3, a4 = statistics[start : start + 4]
+        pairs.append((math.sqrt(a1 * a4), math.sqrt(b2 * b3)))
     return pairs
 
 

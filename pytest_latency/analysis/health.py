@@ -59,9 +59,15 @@ def check_generator(
         planned = [r for r in records if r.phase == phase.name]
         if not planned:
             continue
-        # A send counts for the phase if it left within the window, plus the lag allowance.
-        end_s = workload.phase_start_s(phase.name) + phase.duration_s + max_lag_p99_s
-        on_time = sum(1 for r in planned if r.sent_s is not None and r.sent_s < end_s)
+        # A send counts for the phase if it left within its episode's window, plus the lag
+        # allowance.
+        windows = workload.phase_windows(phase.name)
+        on_time = sum(
+            1
+            for r in planned
+            if r.sent_s is not None
+            and r.sent_s < windows[min(r.episode, len(windows) - 1)][1] + max_lag_p99_s
+        )
         shortfall = 1.0 - on_time / len(planned)
         shortfalls[phase.name] = shortfall
         if shortfall > max_shortfall:

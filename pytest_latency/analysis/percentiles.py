@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
+
+from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
 
 DEFAULT_CONFIDENCE = 0.99
 # Above this size, order statistics are found inside a bracket read off a sample (exact;
@@ -101,6 +103,8 @@ def bound_ranks(n: int, q: float, confidence: float) -> tuple[int | None, int | 
         raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
     if n <= 0:
         return None, None
+    from scipy.stats import binom  # scipy loads on first verdict, not at plugin import
+
     tail = (1.0 - confidence) / 2.0
     # Lower rank l: the largest l with P(Binom <= l - 1) <= tail.
     k = int(binom.ppf(tail, n, q))  # smallest k with cdf(k) >= tail
@@ -139,3 +143,84 @@ def quantile_bounds(
     lower = -math.inf if lower_rank is None else ordered[lower_rank - 1]
     upper = math.inf if upper_rank is None else ordered[upper_rank - 1]
     return lower, upper
+
+
+@dataclass(frozen=True, slots=True)
+class QuantileBounds:
+    """Bounds on a quantile of correlated samples, and the correlation they paid for."""
+
+    lower: float
+    upper: float
+    dependence: Dependence
+
+
+def adjusted_confidence(confidence: float, dependence: Dependence) -> float:
+    """The normal-theory confidence whose critical value is Student's t at the estimate's df.
+
+    An estimated design effect is itself uncertain; t with the estimate's degrees of
+    freedom widens the bound for that, as a t interval does for an estimated variance.
+    """
+    if math.isinf(dependence.degrees_of_freedom):
+        return confidence
+    from scipy.stats import norm, t
+
+    tail = (1.0 - confidence) / 2.0
+    critical = float(t.ppf(1.0 - tail, max(dependence.degrees_of_freedom, 1.0)))
+    return float(1.0 - 2.0 * norm.sf(critical))
+
+
+def dependent_ranks(
+    n: int, q: float, confidence: float, dependence: Dependence
+) -> tuple[int | None, int | None]:
+    """Ranks like :func:`bound_ranks`, for samples with a design effect.
+
+    The exact ranks of ``n / D`` independent samples, scaled back to ``n``: the bound
+    sits at the same *fraction* of the sample as it would for the effective n, rounded
+    outwards. With ``D = 1`` these are exactly :func:`bound_ranks`' ranks.
+    """
+    if dependence.independent or n <= 0:
+        return bound_ranks(n, q, confidence)
+    effective = math.floor(n / dependence.design_effect)
+    if effective < 1:
+        return None, None
+    adjusted = adjusted_confidence(confidence, dependence)
+    if adjusted >= 1.0:  # so few degrees of freedom that no finite bound exists
+        return None, None
+    lower, upper = bound_ranks(effective, q, adjusted)
+    scale = n / effective
+    return (
+        None if lower is None else max(1, math.floor(lower * scale)),
+        None if upper is None else min(n, math.ceil(upper * scale)),
+    )
+
+
+def correlated_quantile_bounds(
+    values: np.ndarray,
+    q: float,
+    confidence: float = DEFAULT_CONFIDENCE,
+    episodes: np.ndarray | None = None,
+) -> QuantileBounds:
+    """Bounds on the q-quantile of per-request ``values`` given in send order.
+
+    The count of values under the quantile is what the order-statistic bound rests on;
+    its design effect is estimated from the data (:mod:`.dependence`), at the sample
+    quantile, by episodes when ``episodes`` holds several. Independent data get exactly
+    :func:`quantile_bounds`.
+    """
+    samples = np.asarray(values, dtype=np.float64)
+    n = int(samples.size)
+    if n == 0:
+        return QuantileBounds(-math.inf, math.inf, independent(0))
+    if np.isnan(samples).any():
+        raise ValueError("samples contain NaN")
+    rank = min(n - 1, max(0, math.ceil(q * n) - 1))
+    level = order_statistics(samples, [rank])[rank]
+    dependence = count_dependence(samples <= level, episodes, samples)
+    lower_rank, upper_rank = dependent_ranks(n, q, confidence, dependence)
+    wanted = [r - 1 for r in (lower_rank, upper_rank) if r is not None]
+    ordered = order_statistics(samples, wanted)
+    return QuantileBounds(
+        -math.inf if lower_rank is None else ordered[lower_rank - 1],
+        math.inf if upper_rank is None else ordered[upper_rank - 1],
+        dependence,
+    )

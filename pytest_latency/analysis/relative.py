@@ -1,4 +1,4 @@
-"""Relative objectives: the candidate run against the same scope of a baseline run."""
+"""Relative objectives: the candidate run against the same scope of stored baseline runs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import math
 from collections.abc import Sequence
 
 from pytest_latency.analysis.cohorts import cohort_counts
-from pytest_latency.analysis.compare import compare_quantiles, mix_shift
-from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.analysis.compare import mix_shift
+from pytest_latency.analysis.samples import metric_series
+from pytest_latency.analysis.stored import compare_to_baseline
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Objective
@@ -18,28 +19,32 @@ MIX_SHIFT_WARNING = 0.10  # total-variation distance between cohort mixes worth 
 def decide_relative(
     objective: Objective,
     candidate: Sequence[RequestRecord],
-    baseline: Sequence[RequestRecord] | None,
+    baseline: Sequence[Sequence[RequestRecord]] | None,
     confidence: float,
 ) -> ObjectiveResult:
-    """Ratio of the candidate's percentile to the baseline's, with distribution-free bounds.
+    """Ratio of the candidate's percentile to the baseline's (see :mod:`.stored`).
 
+    ``baseline`` holds the records of each stored run of this test, in the objective's
+    scope, oldest first; several runs let the verdict estimate between-run noise.
     ``estimate_s``, ``lower_s`` and ``upper_s`` hold the ratio (candidate / baseline).
     """
     assert objective.p is not None and objective.max_regression is not None
-    if baseline is None:
+    if not baseline:
         return ObjectiveResult(
             objective, Verdict.INCONCLUSIVE, math.nan, 0.0, math.inf, len(candidate),
             confidence, "no baseline for this test (pass --latency-baseline PATH)",
         )  # fmt: skip
-    result = compare_quantiles(
-        metric_samples(baseline, objective.metric),
-        metric_samples(candidate, objective.metric),
+    result, effective = compare_to_baseline(
+        [metric_series(run, objective.metric) for run in baseline],
+        metric_series(candidate, objective.metric),
         objective.p / 100.0,
         objective.max_regression,
+        min_change_s=objective.min_change_s,
         confidence=confidence,
     )
     warnings: tuple[str, ...] = ()
-    shift = mix_shift(cohort_counts(baseline), cohort_counts(candidate))
+    pooled = [record for run in baseline for record in run]
+    shift = mix_shift(cohort_counts(pooled), cohort_counts(candidate))
     if shift > MIX_SHIFT_WARNING:
         warnings = (
             f"{objective.label}: the cohort mix changed since the baseline (total variation "
@@ -48,4 +53,5 @@ def decide_relative(
     return ObjectiveResult(
         objective, result.verdict, result.ratio_estimate, result.ratio_lower,
         result.ratio_upper, result.n_candidate, confidence, result.reason, warnings,
+        n_effective=None if math.isnan(effective) else effective,
     )  # fmt: skip

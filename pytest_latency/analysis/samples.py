@@ -1,61 +1,39 @@
 """Per-request samples of one metric, taken from records (per request first, summary second).
 
-Failed requests count against latency objectives: a request that never produced a first
-token or never finished has, for the user, an unbounded TTFT and end-to-end latency, so it
-enters those samples as ``inf`` (never silently dropped, as most benchmarks do). Metrics the
-server reports (queue wait, prefill, decode) only exist where the server reported them.
+**The request is the unit.** Every metric has one value per request, so ``n`` is a count
+of requests: inter-token latency is summarised per request first (``itl``: the
+request's median gap, what a reader sees as its streaming pace; ``itl_max``: its worst
+gap, a stall) and never pooled, because the gaps of one request share its batch.
+
+**Failures count the same way everywhere.** A request that failed (any status but ok)
+never delivered what the metric measures, so it enters every latency sample as ``inf``:
+the verdicts, the phase tables and ``LatencyResult.percentile`` all see the same
+values. A completed request without the value (a one-token answer has no gap; the
+server reported no queue wait) is left out. When no completed request has a value at
+all (the server reports no queue wait), the sample is empty rather than all ``inf``.
+
+Samples are in send order (``intended_s``), with each request's episode, because the
+bounds measure correlation along that order.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Literal
 
 import numpy as np
 
-from pytest_latency.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord
 from pytest_latency.spec import METRICS
 
 LATENCY_METRICS: tuple[str, ...] = tuple(metric for metric in METRICS if metric != "error_rate")
-# Metrics a failed request counts against (as an unbounded value).
-_FAILURE_COUNTS_AGAINST = frozenset({"ttft", "e2e"})
 
-
-def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
-    """All samples of ``metric``: one per request, except ITL (every gap of every request)."""
-    if metric not in LATENCY_METRICS:
-        raise ValueError(f"unknown latency metric {metric!r}; one of {', '.join(LATENCY_METRICS)}")
-    if metric == "itl":
-        gaps = [record.itl_s for record in records if record.ok and len(record.itl_s)]
-        if not gaps:
-            return np.empty(0, dtype=np.float64)
-        return np.concatenate([np.asarray(gap, dtype=np.float64) for gap in gaps])
-    if metric in _CLIENT_INSTANTS:
-        return _client_interval(records, _CLIENT_INSTANTS[metric])
-    values = [record_value(record, metric) for record in records]
-    return np.asarray([value for value in values if value is not None], dtype=np.float64)
-
-
-# The hot metrics of summaries, extracted in one vectorised pass (1M records in ~0.2 s).
-_CLIENT_INSTANTS = {"ttft": "first_token_s", "e2e": "end_s"}
-
-
-def _client_interval(records: Iterable[RequestRecord], instant: str) -> np.ndarray:
-    ok = Status.OK
-    attribute = operator.attrgetter(instant)
-    values = np.fromiter(
-        (
-            (math.nan if (at := attribute(r)) is None else at - r.intended_s)
-            if r.status is ok
-            else math.inf
-            for r in records
-        ),
-        dtype=np.float64,
-    )
-    return values[~np.isnan(values)]
-
-
+# Reported by the server (or derived from its reports), not measured by the client.
+SERVER_METRICS = frozenset({"queue_wait", "prefill", "decode", "after_queue", "unattributed"})
+GapStatistic = Literal["median", "max"]
 # Per-request values, by the record attribute that holds them (ITL is special: a list).
 _ATTRIBUTES = {
     "ttft": "ttft_s",
@@ -67,16 +45,98 @@ _ATTRIBUTES = {
     "after_queue": "after_queue_s",
     "unattributed": "unattributed_s",
 }
+_GAP_STATISTICS: dict[str, GapStatistic] = {"itl": "median", "itl_max": "max"}
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One value per request (send order) and the episode each request belongs to."""
+
+    values: np.ndarray
+    episodes: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+
+def gap_statistic(
+    gap_arrays: Sequence[Sequence[float] | np.ndarray], kind: GapStatistic
+) -> np.ndarray:
+    """Each request's median (or largest) inter-token gap; NaN where it has no gap.
+
+    Requests with the same number of gaps are stacked and reduced in one numpy call, so
+    a million records cost a few passes, not a million calls.
+    """
+    lengths = np.fromiter(map(len, gap_arrays), dtype=np.int64, count=len(gap_arrays))
+    result = np.full(lengths.size, math.nan)
+    reduce = np.median if kind == "median" else np.max
+    for length in np.unique(lengths[lengths > 0]):
+        rows = np.flatnonzero(lengths == length)
+        stacked = np.asarray([gap_arrays[int(row)] for row in rows], dtype=np.float64)
+        result[rows] = reduce(stacked, axis=1)
+    return result
+
+
+def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
+    ordered = list(records)
+    if any(b.intended_s < a.intended_s for a, b in pairwise(ordered)):
+        ordered.sort(key=lambda record: (record.episode, record.intended_s, record.id))
+    return ordered
+
+
+def _completed_values(records: Sequence[RequestRecord], metric: str) -> np.ndarray:
+    """The metric of each record as if it completed; NaN where undefined."""
+    if metric in _GAP_STATISTICS:
+        return gap_statistic([record.itl_s for record in records], _GAP_STATISTICS[metric])
+    attribute = _ATTRIBUTES[metric]
+    return np.fromiter(
+        (
+            math.nan if (value := getattr(record, attribute)) is None else value
+            for record in records
+        ),
+        dtype=np.float64,
+        count=len(records),
+    )
+
+
+def metric_series(records: Iterable[RequestRecord], metric: str) -> Series:
+    """``metric`` per request in send order: failed requests ``inf``, undefined ones left out."""
+    if metric not in LATENCY_METRICS:
+        raise ValueError(f"unknown latency metric {metric!r}; one of {', '.join(LATENCY_METRICS)}")
+    ordered = _send_order(records)
+    values = _completed_values(ordered, metric)
+    failed = np.fromiter((not record.ok for record in ordered), dtype=bool, count=len(ordered))
+    values[failed] = math.inf
+    keep = ~np.isnan(values)
+    if metric in SERVER_METRICS and not (keep & ~failed).any():
+        keep[:] = False  # the server never reported it: no sample, not one of all-inf
+    episodes = _episodes(ordered)
+    return Series(values[keep], episodes[keep])
+
+
+def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
+    """All per-request values of ``metric`` (send order; failed requests as ``inf``)."""
+    return metric_series(records, metric).values
+
+
+def _episodes(ordered: Sequence[RequestRecord]) -> np.ndarray:
+    return np.fromiter((r.episode for r in ordered), dtype=np.int64, count=len(ordered))
 
 
 def record_value(record: RequestRecord, metric: str) -> float | None:
-    """One request's value of ``metric`` (ITL: its largest gap); ``inf`` where it failed."""
+    """One request's value of ``metric``: ``inf`` where it failed, None where undefined."""
     if not record.ok:
-        return math.inf if metric in _FAILURE_COUNTS_AGAINST else None
-    if metric == "itl":
-        return float(max(record.itl_s)) if len(record.itl_s) else None
-    value: float | None = getattr(record, _ATTRIBUTES[metric])
-    return value
+        return math.inf
+    value = float(_completed_values([record], metric)[0])
+    return None if math.isnan(value) else value
+
+
+def failure_series(records: Iterable[RequestRecord]) -> Series:
+    """1.0 for each failed request, 0.0 for each completed one, in send order."""
+    ordered = _send_order(records)
+    failed = np.fromiter((0.0 if r.ok else 1.0 for r in ordered), dtype=np.float64)
+    return Series(failed, _episodes(ordered))
 
 
 def error_counts(records: Sequence[RequestRecord]) -> tuple[int, int]:

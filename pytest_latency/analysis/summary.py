@@ -2,10 +2,13 @@
 
 Boundary of every latency here: client side, from the planned send time (so generator
 lag and server stalls are both included), to the first content token / last byte.
+Failed requests count as unbounded and ITL is each request's median gap, exactly as
+the verdicts count them, so a printed p95 is the verdict's estimate.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,22 +38,26 @@ class PhaseSummary:
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
 
 
-def summarise_phase(phase: Phase, start_s: float, columns: Columns) -> PhaseSummary:
-    """Summarise one phase (run-relative start ``start_s``) from the run's columns."""
+def summarise_phase(
+    phase: Phase, windows: Sequence[tuple[float, float]], columns: Columns
+) -> PhaseSummary:
+    """Summarise one phase from the run's columns; ``windows`` are its (start, end) spans.
+
+    A phase repeated over several episodes has one window per episode.
+    """
     mask = columns.in_phase(phase.name)
     offered = int(mask.sum())
     completed = int((mask & columns.ok).sum())
     sent = columns.sent[mask]
     sent = sent[~np.isnan(sent)]
     lags = sent - columns.intended[mask][~np.isnan(columns.sent[mask])]
-    # Offered rate counts what actually went out inside the phase window: a generator
-    # that fell behind pushes sends past the window and shows a shortfall here.
-    end_s = start_s + phase.duration_s
-    sent_in_window = int(((sent >= start_s) & (sent < end_s)).sum())
+    # Offered rate counts what actually went out inside the phase windows: a generator
+    # that fell behind pushes sends past a window and shows a shortfall here.
+    sent_in_window = sum(int(((sent >= start) & (sent < end)).sum()) for start, end in windows)
     samples = {
         "ttft": columns.interval(columns.first, mask),
         "e2e": columns.interval(columns.end, mask),
-        "itl": columns.itl_pool(mask),
+        "itl": columns.itl_per_request(mask),
     }
     return PhaseSummary(
         name=phase.name,
@@ -58,9 +65,9 @@ def summarise_phase(phase: Phase, start_s: float, columns: Columns) -> PhaseSumm
         completed=completed,
         failed=offered - completed,
         target_rate=phase.rate,
-        offered_rate=sent_in_window / phase.duration_s,
+        offered_rate=sent_in_window / (phase.duration_s * len(windows)),
         schedule_lag_p99_s=percentile(lags, 99.0),
-        duration_s=phase.duration_s,
+        duration_s=phase.duration_s * len(windows),
         statuses=columns.status_counts(mask),
         percentiles={
             metric: dict(

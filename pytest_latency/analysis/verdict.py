@@ -3,8 +3,11 @@
 A percentile objective passes when the upper confidence bound of the percentile is at
 or under the limit, fails when the lower bound is over it, and is inconclusive otherwise
 (the bound straddles the limit, or there are too few samples for a bound to exist).
-Error rates use the exact (Clopper-Pearson) binomial bounds. The confidence is shared
-across a test's objectives (Bonferroni), so more objectives do not mean more false fails.
+Every bound pays for the correlation of requests sent close together (see
+:mod:`.dependence`): the order-statistic bound for percentiles and the Clopper-Pearson
+bound for error rates are taken at the effective n, which each result reports beside n.
+The confidence is shared across a test's objectives (Bonferroni), so more objectives do
+not mean more false fails.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scipy.stats import beta
-
-from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile, quantile_bounds
-from pytest_latency.analysis.samples import error_counts, metric_samples, record_value
+from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
+from pytest_latency.analysis.percentiles import (
+    DEFAULT_CONFIDENCE,
+    adjusted_confidence,
+    correlated_quantile_bounds,
+    percentile,
+)
+from pytest_latency.analysis.samples import failure_series, metric_series, record_value
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec import Objective
 
@@ -44,6 +51,12 @@ class ObjectiveResult:
     # Caveats about the comparison itself (e.g. the cohort mix changed), shown whatever
     # the verdict.
     warnings: tuple[str, ...] = ()
+    # n after paying for correlation (n / design effect); n when the data look independent.
+    n_effective: float | None = None
+
+    @property
+    def effective_n(self) -> float:
+        return float(self.n) if self.n_effective is None else self.n_effective
 
     @property
     def passed(self) -> bool:
@@ -58,13 +71,12 @@ def objective_confidence(count: int, confidence: float = DEFAULT_CONFIDENCE) -> 
 def decide(
     objective: Objective, records: Sequence[RequestRecord], confidence: float
 ) -> ObjectiveResult:
-    """Decide one objective on ``records`` (already restricted to its phase)."""
+    """Decide one absolute objective on ``records`` (already restricted to its scope)."""
     if objective.metric == "error_rate":
         return _decide_error_rate(objective, records, confidence)
-    assert objective.p is not None  # validated by Objective
-    samples = metric_samples(records, objective.metric)
-    n = int(samples.size)
-    if n == 0:
+    assert objective.p is not None and objective.max_s is not None  # validated by Objective
+    series = metric_series(records, objective.metric)
+    if series.n == 0:
         return ObjectiveResult(
             objective,
             Verdict.INCONCLUSIVE,
@@ -74,25 +86,53 @@ def decide(
             0,
             confidence,
             f"no {objective.metric} samples (the server reported none, or nothing completed)",
+            n_effective=0.0,
         )
-    estimate = percentile(samples, objective.p)
-    lower, upper = quantile_bounds(samples, objective.p / 100.0, confidence)
-    assert objective.max_s is not None  # relative objectives are decided against a baseline
-    verdict, reason = _classify(lower, upper, objective.max_s, n, objective)
-    return ObjectiveResult(objective, verdict, estimate, lower, upper, n, confidence, reason)
+    estimate = percentile(series.values, objective.p)
+    bounds = correlated_quantile_bounds(
+        series.values, objective.p / 100.0, confidence, series.episodes
+    )
+    verdict, reason = _classify(
+        bounds.lower, bounds.upper, objective.max_s, objective, confidence,
+        bounds.dependence.n_effective,
+    )  # fmt: skip
+    return ObjectiveResult(
+        objective, verdict, estimate, bounds.lower, bounds.upper, series.n, confidence,
+        reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
+    )  # fmt: skip
+
+
+def dependence_note(dependence: Dependence) -> str:
+    """What the bound paid for correlation, for the reason text ("" when nothing)."""
+    if dependence.independent:
+        return ""
+    if dependence.method == "episodes":
+        how = f"across {dependence.degrees_of_freedom + 1:.0f} episodes"
+    else:
+        how = f"in send order over {dependence.window} requests"
+    return (
+        f"; correlated requests: effective n {dependence.n_effective:.0f} of {dependence.n}"
+        f" (design effect {dependence.design_effect:.1f}, {how})"
+    )
 
 
 def _classify(
-    lower: float, upper: float, limit: float, n: int, objective: Objective
+    lower: float,
+    upper: float,
+    limit: float,
+    objective: Objective,
+    confidence: float = DEFAULT_CONFIDENCE,
+    effective_n: float = 0.0,
 ) -> tuple[Verdict, str]:
     if upper <= limit:
         return Verdict.PASS, "upper bound within the limit"
     if lower > limit:
         return Verdict.FAIL, "lower bound over the limit"
     if math.isinf(upper) and objective.p is not None:
-        needed = samples_needed(objective.p / 100.0)
+        needed = samples_needed(objective.p / 100.0, confidence)
         return Verdict.INCONCLUSIVE, (
-            f"too few samples for a p{objective.p:g} bound: n={n}, roughly {needed}+ needed"
+            f"too few samples for a p{objective.p:g} bound: effective n={effective_n:.0f},"
+            f" roughly {needed}+ independent requests needed"
         )
     return Verdict.INCONCLUSIVE, "the confidence interval straddles the limit"
 
@@ -106,28 +146,52 @@ def samples_needed(q: float, confidence: float = DEFAULT_CONFIDENCE) -> int:
 def _decide_error_rate(
     objective: Objective, records: Sequence[RequestRecord], confidence: float
 ) -> ObjectiveResult:
-    failed, offered = error_counts(records)
+    failures = failure_series(records)
+    offered = failures.n
     if offered == 0:
         return ObjectiveResult(
-            objective, Verdict.INCONCLUSIVE, math.nan, 0.0, 1.0, 0, confidence, "nothing offered"
-        )
-    lower, upper = clopper_pearson(failed, offered, confidence)
+            objective, Verdict.INCONCLUSIVE, math.nan, 0.0, 1.0, 0, confidence,
+            "nothing offered", n_effective=0.0,
+        )  # fmt: skip
+    failed = int(failures.values.sum())
+    # Failures that come in runs (a crash takes 20 requests in a row) are one event, not 20.
+    dependence = count_dependence(failures.values, failures.episodes)
+    lower, upper = proportion_bounds(failed, offered, confidence, dependence)
     estimate = failed / offered
     assert objective.max_s is not None  # validated: error_rate always has a max
-    verdict, reason = _classify(lower, upper, objective.max_s, offered, objective)
+    verdict, reason = _classify(lower, upper, objective.max_s, objective)
     if verdict is Verdict.INCONCLUSIVE:
         reason = (
             f"{failed}/{offered} failed: too few requests to bound the rate at {confidence:.3g}"
         )
-    return ObjectiveResult(objective, verdict, estimate, lower, upper, offered, confidence, reason)
+    return ObjectiveResult(
+        objective, verdict, estimate, lower, upper, offered, confidence,
+        reason + dependence_note(dependence), n_effective=dependence.n_effective,
+    )  # fmt: skip
 
 
-def clopper_pearson(failed: int, offered: int, confidence: float) -> tuple[float, float]:
-    """Exact two-sided binomial bounds on a failure fraction."""
+def clopper_pearson(failed: float, offered: float, confidence: float) -> tuple[float, float]:
+    """Exact two-sided binomial bounds on a failure fraction (counts may be effective)."""
+    from scipy.stats import beta  # scipy loads on first verdict, not at plugin import
+
     tail = (1.0 - confidence) / 2.0
-    lower = 0.0 if failed == 0 else float(beta.ppf(tail, failed, offered - failed + 1))
-    upper = 1.0 if failed == offered else float(beta.ppf(1 - tail, failed + 1, offered - failed))
+    lower = 0.0 if failed <= 0 else float(beta.ppf(tail, failed, offered - failed + 1))
+    upper = 1.0 if failed >= offered else float(beta.ppf(1 - tail, failed + 1, offered - failed))
     return lower, upper
+
+
+def proportion_bounds(
+    hits: int, n: int, confidence: float, dependence: Dependence | None = None
+) -> tuple[float, float]:
+    """Clopper-Pearson bounds on ``hits / n`` at the effective n of correlated trials."""
+    dependence = dependence or independent(n)
+    if dependence.independent:
+        return clopper_pearson(hits, n, confidence)
+    effective = max(dependence.n_effective, 1.0)
+    adjusted = adjusted_confidence(confidence, dependence)
+    if adjusted >= 1.0:
+        return 0.0, 1.0
+    return clopper_pearson(hits * effective / n, effective, adjusted)
 
 
 def slowest(records: Sequence[RequestRecord], metric: str, count: int = 5) -> list[RequestRecord]:

@@ -154,6 +154,7 @@ class Run:
                 intended_s=request.intended_s,
                 input_tokens=request.input_tokens,
                 max_tokens=request.output_tokens,
+                episode=request.episode,
             )
             for request in ordered
         ]

@@ -170,6 +170,7 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             records[request.id] = _lost(request.id, request.phase, request.intended_s, reason)
             records[request.id].input_tokens = request.input_tokens
             records[request.id].max_tokens = request.output_tokens
+            records[request.id].episode = request.episode
     for request in plan.requests:  # a plan with no worker at all (never expected)
         records.setdefault(
             request.id, _lost(request.id, request.phase, request.intended_s, "no worker")

@@ -17,22 +17,31 @@ def trace_link(trace_id: str, template: str | None) -> str:
     return template.replace("{trace_id}", trace_id) if template else f"trace {trace_id}"
 
 
+def sample_size(result: ObjectiveResult) -> str:
+    """``n=400`` or, where correlation cost evidence, ``n=2000, effective n=105``."""
+    effective = result.n_effective
+    if effective is None or effective >= result.n - 0.5:
+        return f"n={result.n}"
+    return f"n={result.n}, effective n={effective:.0f}"
+
+
 def format_estimate(result: ObjectiveResult) -> str:
     objective = result.objective
+    size = sample_size(result)
     if objective.relative:
         return (
             f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
-            f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, n={result.n})"
+            f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, {size})"
         )
     if objective.metric == "error_rate":
         return (
             f"{result.estimate_s:.2%} failed (bounds {result.lower_s:.2%}..{result.upper_s:.2%}, "
-            f"n={result.n})"
+            f"{size})"
         )
     return (
         f"estimate {format_seconds(result.estimate_s)} "
         f"(bounds {format_seconds(result.lower_s)}..{format_seconds(result.upper_s)} "
-        f"at {result.confidence:.3%} confidence, n={result.n})"
+        f"at {result.confidence:.3%} confidence, {size})"
     )
 
 

@@ -16,7 +16,14 @@ from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
-from pytest_latency.records import RUN_SCHEMA, RequestRecord, record_to_dict, write_runs
+from pytest_latency.baseline import merge_for_save, run_keys
+from pytest_latency.records import (
+    RUN_SCHEMA,
+    RequestRecord,
+    read_runs,
+    record_to_dict,
+    write_runs,
+)
 from pytest_latency.result import LatencyResult
 
 SCHEMA = RUN_SCHEMA
@@ -77,6 +84,8 @@ def _objective(result: ObjectiveResult) -> dict[str, Any]:
         "lower_s": _number(result.lower_s),
         "upper_s": _number(result.upper_s),
         "n": result.n,
+        "n_effective": _number(result.n_effective),
+        "min_change_s": result.objective.min_change_s if result.objective.relative else None,
         "confidence": result.confidence,
         "reason": result.reason,
         "warnings": list(result.warnings),
@@ -105,6 +114,9 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,
+        "workload": run.workload.to_json(),
+        "interrupted": run.interrupted is not None,
+        "interrupted_reason": run.interrupted,
         "generator": run.health.to_json() if run.health else None,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
         "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
@@ -120,3 +132,18 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
 def write_json(path: Path, runs: Sequence[LatencyResult]) -> None:
     """Write every run of the session; the parent folder is created if missing."""
     write_runs(path, [run_dict(run) for run in runs])
+
+
+def save_baseline(path: Path, runs: Sequence[LatencyResult], history: int = 1) -> list[str]:
+    """Merge this session's valid runs into the baseline file at ``path``; say what happened.
+
+    Other tests' runs in the file are kept, so saving after ``-k`` wipes nothing.
+    """
+    keyed = [
+        {**run_dict(run), "baseline_key": key}
+        for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True)
+    ]
+    existing = [run.document for run in read_runs(path)] if path.exists() else []
+    merged, messages = merge_for_save(existing, keyed, history)
+    write_runs(path, merged)
+    return [f"latency baseline {path}: {message}" for message in messages]

@@ -9,7 +9,10 @@ from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.result import LatencyResult
 
-_BOUNDARY = "client-side, from each request's planned send time; completed requests only"
+_BOUNDARY = (
+    "client-side, from each request's planned send time; failed requests count as unbounded;"
+    " ITL is each request's median gap"
+)
 
 
 def format_run(run: LatencyResult) -> list[str]:

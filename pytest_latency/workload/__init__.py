@@ -16,27 +16,34 @@ _ARRIVALS, _SHAPES, _WARMUP = 0, 1, 2
 
 
 def build_plan(workload: Workload) -> Plan:
-    """Every request the run will offer; the same workload (and seed) gives the same plan."""
+    """Every request the run will offer; the same workload (and seed) gives the same plan.
+
+    With ``repeat: k`` the phases run k times, a cool-down apart; each episode draws its
+    own arrivals, and its requests carry the episode number.
+    """
     requests: list[PlannedRequest] = []
     shapes = np.random.default_rng([workload.seed, _SHAPES])
     low, high = workload.input_tokens
-    phase_start = 0.0
-    for index, phase in enumerate(workload.phases):
-        arrivals = np.random.default_rng([workload.seed, _ARRIVALS, index])
-        for offset in arrival_times(phase, arrivals):
-            request_id = len(requests)
-            input_tokens = int(shapes.integers(low, high + 1))
-            requests.append(
-                PlannedRequest(
-                    id=request_id,
-                    phase=phase.name,
-                    intended_s=phase_start + float(offset),
-                    input_tokens=input_tokens,
-                    output_tokens=workload.output_tokens,
-                    prompt=make_prompt(request_id, input_tokens, shapes),
+    for episode in range(workload.repeat):
+        phase_start = workload.episode_start_s(episode)
+        for index, phase in enumerate(workload.phases):
+            # Episode 0 keeps the stream it always had, so plans without repeat never move.
+            stream = [workload.seed, _ARRIVALS, index] + ([episode] if episode else [])
+            for offset in arrival_times(phase, np.random.default_rng(stream)):
+                request_id = len(requests)
+                input_tokens = int(shapes.integers(low, high + 1))
+                requests.append(
+                    PlannedRequest(
+                        id=request_id,
+                        phase=phase.name,
+                        intended_s=phase_start + float(offset),
+                        input_tokens=input_tokens,
+                        output_tokens=workload.output_tokens,
+                        prompt=make_prompt(request_id, input_tokens, shapes, workload.seed),
+                        episode=episode,
+                    )
                 )
-            )
-        phase_start += phase.duration_s
+            phase_start += phase.duration_s
     warmup_rng = np.random.default_rng([workload.seed, _WARMUP])
     warmup = tuple(
         PlannedRequest(
@@ -45,7 +52,7 @@ def build_plan(workload: Workload) -> Plan:
             intended_s=0.0,
             input_tokens=low,
             output_tokens=min(workload.output_tokens, 8),
-            prompt=make_prompt(-(number + 1), low, warmup_rng),
+            prompt=make_prompt(-(number + 1), low, warmup_rng, workload.seed),
         )
         for number in range(workload.warmup_requests)
     )

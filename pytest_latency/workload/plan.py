@@ -17,6 +17,7 @@ class PlannedRequest:
     input_tokens: int
     output_tokens: int
     prompt: str
+    episode: int = 0  # which repeat of the phases (``repeat: k``)
 
 
 @dataclass(frozen=True, slots=True)

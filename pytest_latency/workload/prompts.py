@@ -3,7 +3,8 @@
 Length is counted in whitespace-separated words. Real tokenizers split differently
 (roughly 1.3 tokens per English word for llama-style vocabularies); servers report the
 true prompt token count in ``usage``, and the embedded server counts one token per word.
-Each prompt starts with a unique request number so no two requests share a cacheable prefix.
+Each prompt starts with the run's seed and its request number, so no two requests of a
+run, nor of two runs with different seeds (ABBA blocks), share a cacheable prefix.
 """
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ _FILLER = (
 )
 
 
-def make_prompt(request_id: int, tokens: int, rng: np.random.Generator) -> str:
+def make_prompt(request_id: int, tokens: int, rng: np.random.Generator, seed: int = 0) -> str:
     """A fictional question of exactly ``tokens`` words (at least 1)."""
     topic = _TOPICS[int(rng.integers(len(_TOPICS)))]
-    head = f"Question {request_id}: help me understand {topic}.".split()
+    head = f"Question {seed:x}-{request_id}: help me understand {topic}.".split()
     words = head[:tokens]
     remaining = tokens - len(words)
     if remaining > 0:

@@ -1,0 +1,69 @@
+"""Deciding a set of objectives on one run's records: the one path the plugin and judge share."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.relative import decide_relative
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, decide
+from pytest_latency.records import RequestRecord
+from pytest_latency.spec import Objective
+
+ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
+
+
+def in_scope(records: Sequence[RequestRecord], objective: Objective) -> list[RequestRecord]:
+    """The requests an objective is about: its phase and planned token-length cohort."""
+    return [
+        record
+        for record in records
+        if (objective.phase is None or record.phase == objective.phase)
+        and in_range(record.input_tokens, objective.input_tokens)
+        and in_range(output_length(record), objective.output_tokens)
+    ]
+
+
+def spent_confidence(confidence: float, decided_before: int, count: int) -> float:
+    """Per-objective confidence when the error budget spans the whole session.
+
+    The k-th objective of the session gets ``alpha * 6 / (pi^2 k^2)`` of the budget
+    ``alpha = 1 - confidence``; these shares sum to at most alpha however many objectives
+    the session decides, so the chance of any false verdict in the session stays under
+    alpha. ``count`` objectives decided together take the share of the last of them.
+    """
+    alpha = 1.0 - confidence
+    last = decided_before + max(count, 1)
+    return 1.0 - alpha * 6.0 / (math.pi**2 * last**2)
+
+
+def decide_objectives(
+    objectives: Sequence[Objective],
+    records: Sequence[RequestRecord],
+    *,
+    confidence: float,
+    baseline: Sequence[Sequence[RequestRecord]] | None = None,
+    invalid_reason: str | None = None,
+) -> list[ObjectiveResult]:
+    """Decide each objective at ``confidence`` (already the per-objective confidence).
+
+    ``baseline`` holds the stored runs of the same test for relative objectives;
+    ``invalid_reason`` marks every result invalid (the generator fell behind, the run
+    was cut short) while keeping its numbers for the report.
+    """
+    results = []
+    for objective in objectives:
+        scoped = in_scope(records, objective)
+        if objective.relative:
+            runs = None if baseline is None else [in_scope(run, objective) for run in baseline]
+            results.append(decide_relative(objective, scoped, runs, confidence))
+        else:
+            results.append(decide(objective, scoped, confidence))
+    if invalid_reason is not None:
+        results = [
+            dataclasses.replace(result, verdict=Verdict.INVALID, reason=invalid_reason)
+            for result in results
+        ]
+    return results

@@ -1,0 +1,174 @@
+"""A new run against a stored baseline: one or more earlier runs of the same test.
+
+The question is "is the candidate's q-quantile more than ``1 + max_regression`` times the
+baseline's, and more than ``min_change_s`` above it?" (``H: Q_c <= (1 + r) Q_b + m``).
+
+**Log ratio with order-statistic standard errors** (the default once each side has
+enough effective samples). Each run's log quantile gets a standard error from its own
+order statistics: the 95% distribution-free interval, at the run's effective n (so
+correlation is paid for), spans about 2 x 1.96 standard errors. The log ratio's error
+adds the two sides' variances, plus the **between-run** variance when the baseline
+holds several runs of the same build: their log quantiles scatter by more than their
+own sampling error when job-to-job noise (another machine, another neighbour) exists,
+and that excess is estimated and charged to the candidate too. Its degrees of freedom
+(Satterthwaite) widen the interval when it rests on few runs. A baseline with one run
+cannot see that noise; the verdict then says that it assumes none.
+
+**Exact union bounds** where either side has too few effective samples for a standard
+error: the Bonferroni pair of distribution-free intervals of
+:func:`pytest_latency.analysis.compare.compare_quantiles`, at the effective n.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_latency.analysis.compare import RatioResult, _ratio_result
+from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
+from pytest_latency.analysis.percentiles import (
+    dependent_ranks,
+    order_statistics,
+    percentile,
+)
+from pytest_latency.analysis.samples import Series
+from pytest_latency.analysis.verdict import Verdict
+
+# Effective samples each side needs before the normal log-ratio test is used; below it,
+# the exact union bounds decide (the standard error itself would be unreliable).
+MIN_EFFECTIVE_FOR_LOG_RATIO = 200.0
+_SE_LEVEL = 0.95  # the interval whose width gives a standard error
+_SE_Z = 1.959963984540054
+
+
+@dataclass(frozen=True, slots=True)
+class LogQuantile:
+    """One run's log q-quantile, its standard error and its effective n."""
+
+    log_estimate: float
+    standard_error: float
+    n: int
+    dependence: Dependence
+
+
+def series_dependence(series: Series, q: float) -> Dependence:
+    """The design effect of the count under the run's sample q-quantile."""
+    values = series.values
+    n = series.n
+    if n == 0:
+        return independent(0)
+    rank = min(n - 1, max(0, math.ceil(q * n) - 1))
+    level = order_statistics(values, [rank])[rank]
+    return count_dependence(values <= level, series.episodes, values)
+
+
+def log_quantile(series: Series, q: float) -> LogQuantile | None:
+    """The run's log quantile with an order-statistic standard error; None if not usable."""
+    values = series.values
+    n = series.n
+    dependence = series_dependence(series, q)
+    if n == 0 or dependence.n_effective < MIN_EFFECTIVE_FOR_LOG_RATIO:
+        return None
+    lower_rank, upper_rank = dependent_ranks(n, q, _SE_LEVEL, dependence)
+    if lower_rank is None or upper_rank is None:
+        return None
+    ordered = order_statistics(values, [lower_rank - 1, upper_rank - 1])
+    lower, upper = ordered[lower_rank - 1], ordered[upper_rank - 1]
+    estimate = percentile(values, q * 100.0)
+    if not (0.0 < lower <= estimate <= upper < math.inf):
+        return None  # failures (inf) or zero latencies reach the interval
+    spread = math.log(upper) - math.log(lower)
+    return LogQuantile(math.log(estimate), spread / (2.0 * _SE_Z), n, dependence)
+
+
+def compare_to_baseline(
+    history: Sequence[Series],
+    candidate: Series,
+    q: float,
+    max_regression: float,
+    *,
+    min_change_s: float,
+    confidence: float,
+) -> tuple[RatioResult, float]:
+    """Decide ``H: Q_c <= (1 + r) Q_b + m``; returns the result and the candidate's n_eff.
+
+    ``history`` holds the baseline runs of the same test (oldest first), ``candidate``
+    the new run; both as per-request series in send order.
+    """
+    from pytest_latency.analysis.compare import compare_quantiles
+
+    candidate_quantile = log_quantile(candidate, q)
+    baseline_quantiles = [log_quantile(run, q) for run in history]
+    pooled = np.concatenate([run.values for run in history]) if history else np.empty(0)
+    baseline_estimate = percentile(pooled, q * 100.0)
+    limit = 1.0 + max_regression
+    if min_change_s and math.isfinite(baseline_estimate) and baseline_estimate > 0:
+        limit += min_change_s / baseline_estimate
+    usable = [quantile for quantile in baseline_quantiles if quantile is not None]
+    if candidate_quantile is None or len(usable) != len(history) or not history:
+        # Too few effective samples, or failures reach the interval: exact union bounds.
+        result = compare_quantiles(pooled, candidate.values, q, limit - 1.0, confidence=confidence)
+        return result, series_dependence(candidate, q).n_effective
+    return (
+        _log_ratio_test(usable, candidate_quantile, limit, confidence, q),
+        candidate_quantile.dependence.n_effective,
+    )
+
+
+def _log_ratio_test(
+    history: Sequence[LogQuantile],
+    candidate: LogQuantile,
+    limit: float,
+    confidence: float,
+    q: float,
+) -> RatioResult:
+    from scipy.stats import t
+
+    runs = len(history)
+    logs = np.array([run.log_estimate for run in history])
+    within = np.array([run.standard_error**2 for run in history])
+    baseline_log = float(logs.mean())
+    if runs >= 2:
+        scatter = float(logs.var(ddof=1))  # within + between, as seen across the runs
+        between = max(0.0, scatter - float(within.mean()))
+        baseline_part = between + scatter / runs
+        degrees = _satterthwaite(candidate.standard_error**2, baseline_part, runs - 1)
+        noise = f"between-run noise {math.sqrt(between):.1%} estimated from {runs} baseline runs"
+    else:
+        baseline_part = float(within[0])
+        degrees = math.inf
+        noise = "assumes no between-run noise (the baseline holds one run; save more for it)"
+    variance = candidate.standard_error**2 + baseline_part
+    difference = candidate.log_estimate - baseline_log
+    tail = (1.0 - confidence) / 2.0
+    critical = float(t.ppf(1.0 - tail, degrees)) if math.isfinite(degrees) else _normal(tail)
+    margin = critical * math.sqrt(variance)
+    lower, upper = math.exp(difference - margin), math.exp(difference + margin)
+    baseline_n = sum(run.n for run in history)
+    build = _ratio_result(math.exp(difference), lower, upper, baseline_n, candidate.n)
+    pname = f"p{q * 100.0:g}"
+    if lower > limit:
+        return build(Verdict.FAIL, f"{pname} ratio lower bound {lower:.3g} > {limit:.3g}; {noise}")
+    if upper <= limit:
+        return build(Verdict.PASS, f"{pname} ratio upper bound {upper:.3g} <= {limit:.3g}; {noise}")
+    return build(
+        Verdict.INCONCLUSIVE,
+        f"the {pname} ratio interval [{lower:.3g}, {upper:.3g}] straddles {limit:.3g}; {noise}",
+    )
+
+
+def _normal(tail: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.isf(tail))
+
+
+def _satterthwaite(candidate_variance: float, baseline_variance: float, df: int) -> float:
+    """Degrees of freedom of a sum of a (nearly) known and an estimated variance."""
+    if baseline_variance <= 0.0:
+        return math.inf
+    total = candidate_variance + baseline_variance
+    return float(total**2 / (baseline_variance**2 / df))
