@@ -5,23 +5,19 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord
 from pytest_latency.telemetry.join import JoinReport, join_records
 from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper, MetricsSeries
-from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, OtlpReceiver, parse_listen_address
+from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.settings import (
+    DEFAULT_METRICS_INTERVAL_S,
+    TelemetrySettings,
+    parse_listen_address,
+)
 
-DEFAULT_METRICS_INTERVAL_S = 1.0
-
-
-@dataclass(frozen=True, slots=True)
-class TelemetrySettings:
-    receiver_address: str | None = None  # HOST:PORT; None = ephemeral 127.0.0.1 port
-    export_endpoint: str | None = None  # OTLP/HTTP collector for client spans
-    grace_s: float = DEFAULT_GRACE_S
-    metrics_interval_s: float = DEFAULT_METRICS_INTERVAL_S  # 0 disables scraping
+__all__ = ("DEFAULT_METRICS_INTERVAL_S", "Observation", "TelemetryHub", "TelemetrySettings")
 
 
 class Observation:
