@@ -1,24 +1,28 @@
-"""One pytest session's latency state: started servers (reused across tests) and runs."""
+"""One pytest session's latency state: started servers (reused across tests) and runs.
+
+Cheap to import and to create: the driver, analysis (scipy) and baseline modules load
+when a test first runs load, since the plugin creates a session in every pytest run.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_latency._options import LatencyOptions
-from pytest_latency.analysis.health import check_generator
-from pytest_latency.baseline import load_baseline, run_keys
-from pytest_latency.driver import Target, run_plan
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.spec import ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
-from pytest_latency.workload import build_plan
 
-RunListener = Callable[[LatencyResult], None]
+if TYPE_CHECKING:
+    from pytest_latency.baseline import BaselineRun
+    from pytest_latency.result import LatencyResult
+
+RunListener = Callable[["LatencyResult"], None]
 
 
 # Kinds the session points at its OTLP receiver (others export gRPC only, or nothing).
@@ -47,7 +51,11 @@ class LatencySession:
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
         self._failed_starts: dict[tuple[object, ...], ServerStartError] = {}
         self._stack = ExitStack()
-        self.baseline = load_baseline(options.baseline) if options.baseline else None
+        self.baseline: dict[str, BaselineRun] | None = None
+        if options.baseline:
+            from pytest_latency.baseline import load_baseline
+
+            self.baseline = load_baseline(options.baseline)
         self.telemetry = TelemetryHub(
             TelemetrySettings(
                 receiver_address=options.otlp_receiver,
@@ -102,6 +110,12 @@ class LatencySession:
         self, workload: Workload, *, test: str, server: ServerSpec | None = None
     ) -> LatencyResult:
         """Offer ``workload`` to the server open loop and return every request's record."""
+        from pytest_latency.analysis.health import check_generator
+        from pytest_latency.baseline import run_keys
+        from pytest_latency.driver import Target, run_plan
+        from pytest_latency.result import LatencyResult
+        from pytest_latency.workload import build_plan
+
         if self.options.seed is not None:
             workload = dataclasses.replace(workload, seed=self.options.seed)
         info = self.server(server)

@@ -1,23 +1,35 @@
-"""A session's telemetry: the OTLP receiver, client span export, scraping, and the join."""
+"""A session's telemetry: the OTLP receiver, client span export, scraping, and the join.
+
+The pieces (protobuf, OpenTelemetry SDK, httpx) load when first used, not when the
+session is created: the plugin creates a session in every pytest run.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from pytest_latency.driver.tracecontext import ClientSpans
-from pytest_latency.records import RequestRecord
-from pytest_latency.telemetry.join import JoinReport, join_records
-from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper, MetricsSeries
-from pytest_latency.telemetry.receiver import OtlpReceiver
 from pytest_latency.telemetry.settings import (
     DEFAULT_METRICS_INTERVAL_S,
     TelemetrySettings,
     parse_listen_address,
 )
 
-__all__ = ("DEFAULT_METRICS_INTERVAL_S", "Observation", "TelemetryHub", "TelemetrySettings")
+if TYPE_CHECKING:
+    from pytest_latency.driver.tracecontext import ClientSpans
+    from pytest_latency.records import RequestRecord
+    from pytest_latency.telemetry.join import JoinReport
+    from pytest_latency.telemetry.prometheus import MetricsSeries
+    from pytest_latency.telemetry.receiver import OtlpReceiver
+
+__all__ = (
+    "DEFAULT_METRICS_INTERVAL_S",
+    "Observation",
+    "TelemetryHub",
+    "TelemetrySettings",
+)
 
 
 class Observation:
@@ -38,6 +50,8 @@ class TelemetryHub:
     def receiver(self) -> OtlpReceiver:
         """The session's span receiver, started on first use."""
         if self._receiver is None:
+            from pytest_latency.telemetry.receiver import OtlpReceiver
+
             host, port = ("127.0.0.1", 0)
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
@@ -47,6 +61,8 @@ class TelemetryHub:
     @property
     def client_spans(self) -> ClientSpans:
         if self._spans is None:
+            from pytest_latency.driver.tracecontext import ClientSpans
+
             exporter = None
             if self.settings.export_endpoint:
                 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
@@ -64,6 +80,8 @@ class TelemetryHub:
         if self.settings.metrics_interval_s <= 0:
             yield observation
             return
+        from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper
+
         kind = server_kind if server_kind in KINDS else "auto"
         scraper = MetricsScraper(
             f"{base_url}/metrics", kind, self.settings.metrics_interval_s,
@@ -79,6 +97,8 @@ class TelemetryHub:
 
     def join(self, records: Sequence[RequestRecord], *, expect_spans: bool) -> JoinReport:
         """Attach server durations to ``records``; wait for late spans only if expected."""
+        from pytest_latency.telemetry.join import join_records
+
         receiver = self._receiver
         if receiver is None and not expect_spans:
             return join_records(records, {})
