@@ -31,6 +31,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_latency import fixtures
     from pytest_latency.session import SESSION_KEY, LatencySession
+    from pytest_latency.telemetry.hub import ReceiverUnavailable
 
     config.addinivalue_line("markers", "latency: a latency test (pytest-latency)")
     options = read_options(config)
@@ -38,6 +39,8 @@ def pytest_configure(config: pytest.Config) -> None:
         session = LatencySession(
             options, on_run=lambda result: config.hook.pytest_latency_run_finished(result=result)
         )
+    except ReceiverUnavailable as error:
+        raise pytest.UsageError(f"--latency-otlp-receiver: {error}") from None
     except Exception as error:
         # The baseline module (scipy) loads only when --latency-baseline was given.
         from pytest_latency.baseline import BaselineError

@@ -64,6 +64,10 @@ class LatencySession:
                 metrics_interval_s=options.metrics_interval_s,
             )
         )
+        if options.otlp_receiver is not None:
+            # Listen from the start: a server the user pointed here exports during the
+            # run, and spans sent to a port nobody listens on are lost.
+            self.telemetry.start_receiver()
 
     def resolve(self, spec: ServerSpec | None) -> ServerSpec:
         """A spec file's server, unless ``--latency-server`` was given explicitly."""

@@ -27,9 +27,14 @@ if TYPE_CHECKING:
 __all__ = (
     "DEFAULT_METRICS_INTERVAL_S",
     "Observation",
+    "ReceiverUnavailable",
     "TelemetryHub",
     "TelemetrySettings",
 )
+
+
+class ReceiverUnavailable(Exception):
+    """The OTLP receiver cannot listen where it was asked to (port taken, bad host)."""
 
 
 class Observation:
@@ -48,14 +53,24 @@ class TelemetryHub:
 
     @property
     def receiver(self) -> OtlpReceiver:
-        """The session's span receiver, started on first use."""
+        """The session's span receiver, started on first use (see :meth:`start_receiver`)."""
+        return self.start_receiver()
+
+    def start_receiver(self) -> OtlpReceiver:
+        """Listen now (idempotent): at the configured address, else an ephemeral port.
+
+        Raises :class:`ReceiverUnavailable` when the address cannot be bound.
+        """
         if self._receiver is None:
             from pytest_latency.telemetry.receiver import OtlpReceiver
 
             host, port = ("127.0.0.1", 0)
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
-            self._receiver = OtlpReceiver(host=host, port=port).start()
+            try:
+                self._receiver = OtlpReceiver(host=host, port=port).start()
+            except OSError as error:
+                raise ReceiverUnavailable(f"cannot listen on {host}:{port}: {error}") from None
         return self._receiver
 
     @property
