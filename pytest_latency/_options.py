@@ -2,6 +2,9 @@
 
 Values are checked when pytest configures, so a bad flag is a usage error before any
 test runs, never a traceback in the middle of a suite.
+
+Every pytest run with the plugin installed imports this module, so it imports only
+light modules (no numpy, scipy, HTTP clients or protobuf).
 """
 
 from __future__ import annotations
@@ -13,12 +16,18 @@ from pathlib import Path
 import pytest
 
 from pytest_latency._units import parse_duration
-from pytest_latency.analysis.health import DEFAULT_MAX_LAG_P99_S
-from pytest_latency.gate import INCONCLUSIVE_POLICIES
 from pytest_latency.servers.base import CONTAINER_KINDS
 from pytest_latency.spec import ServerSpec, parse_gpus
-from pytest_latency.telemetry.hub import DEFAULT_METRICS_INTERVAL_S
-from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, parse_listen_address
+from pytest_latency.telemetry.settings import (
+    DEFAULT_GRACE_S,
+    DEFAULT_METRICS_INTERVAL_S,
+    parse_listen_address,
+)
+
+INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
+#: ``--latency-max-lag`` default: the same value as analysis.health.DEFAULT_MAX_LAG_P99_S
+#: (a test holds them equal), written here because that module imports numpy.
+DEFAULT_MAX_LAG_S = 0.050
 
 ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 
@@ -219,7 +228,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         otlp_receiver=receiver,
         otlp_endpoint=text("otlp-endpoint"),
         otlp_grace_s=_duration("otlp-grace", text("otlp-grace"), DEFAULT_GRACE_S),
-        max_lag_s=_duration("max-lag", text("max-lag"), DEFAULT_MAX_LAG_P99_S),
+        max_lag_s=_duration("max-lag", text("max-lag"), DEFAULT_MAX_LAG_S),
         metrics_interval_s=_duration(
             "metrics-interval", text("metrics-interval"), DEFAULT_METRICS_INTERVAL_S
         ),

@@ -1,18 +1,23 @@
-"""The ``latency`` fixture: a thin adapter from a test to the session's runner."""
+"""The ``latency`` fixture: a thin adapter from a test to the session's runner.
+
+The plugin registers this module when pytest configures, so it stays light: the
+paired comparison (scipy) loads when a test first compares.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_latency.gate import enforce
-from pytest_latency.paired import PairedComparison, run_paired
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerInfo
 from pytest_latency.session import SESSION_KEY, LatencySession
 from pytest_latency.spec import Phase, ServerSpec, Workload
+
+if TYPE_CHECKING:
+    from pytest_latency.paired import PairedComparison
+    from pytest_latency.result import LatencyResult
 
 
 class LatencyFixture:
@@ -62,6 +67,9 @@ class LatencyFixture:
         ``comparison.assert_no_regression("ttft", p=95, max_regression="10%")``. The sign
         test needs 8 groups (32 blocks) to decide at 99% (docs/statistics.md).
         """
+        from pytest_latency.gate import enforce
+        from pytest_latency.paired import run_paired
+
         if workload is None:
             workload = Workload(phases=tuple(phases), **workload_options)
         elif phases or workload_options:

@@ -15,8 +15,6 @@ from pytest_latency.report.evidence import describe
 if TYPE_CHECKING:
     from pytest_latency.result import LatencyResult
 
-INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
-
 
 class LatencyInconclusiveWarning(UserWarning):
     """An objective could not be decided: too few samples or a bound straddling the limit."""

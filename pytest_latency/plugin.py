@@ -1,22 +1,26 @@
-"""pytest11 entry point ``latency``: options, fixture, spec collection, reports. Wiring only."""
+"""pytest11 entry point ``latency``: options, fixture, spec collection, reports. Wiring only.
+
+pytest imports this module in every run where the plugin is installed, so it imports
+only pytest and the options table; the session, fixture, spec items and reports load
+in the hooks that use them (``benchmarks/bench_import.py`` holds the cost down).
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_latency import hookspecs
 from pytest_latency._options import add_options, read_options
-from pytest_latency.baseline import BaselineError
-from pytest_latency.fixtures import latency  # noqa: F401  (pytest finds fixtures on the plugin)
-from pytest_latency.report.json_report import save_baseline, write_json
-from pytest_latency.report.terminal import format_run
-from pytest_latency.session import SESSION_KEY, LatencySession
-from pytest_latency.yaml_items import SloFile, collect_file
+
+if TYPE_CHECKING:
+    from pytest_latency.session import LatencySession
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_latency import hookspecs
+
     pluginmanager.add_hookspecs(hookspecs)
 
 
@@ -25,15 +29,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_latency import fixtures
+    from pytest_latency.session import SESSION_KEY, LatencySession
+    from pytest_latency.telemetry.hub import ReceiverUnavailable
+
     config.addinivalue_line("markers", "latency: a latency test (pytest-latency)")
     options = read_options(config)
     try:
         session = LatencySession(
             options, on_run=lambda result: config.hook.pytest_latency_run_finished(result=result)
         )
-    except BaselineError as error:
-        raise pytest.UsageError(f"--latency-baseline: {error}") from None
+    except ReceiverUnavailable as error:
+        raise pytest.UsageError(f"--latency-otlp-receiver: {error}") from None
+    except Exception as error:
+        # The baseline module (scipy) loads only when --latency-baseline was given.
+        from pytest_latency.baseline import BaselineError
+
+        if isinstance(error, BaselineError):
+            raise pytest.UsageError(f"--latency-baseline: {error}") from None
+        raise
     config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(fixtures, "latency-fixtures")  # the ``latency`` fixture
     for flag, given in (
         ("--latency-html", options.html_path),
         ("--latency-record-content", options.record_content),
@@ -48,12 +64,20 @@ def pytest_configure(config: pytest.Config) -> None:
             )
 
 
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> SloFile | None:
+def _latency_session(config: pytest.Config) -> LatencySession | None:
+    from pytest_latency.session import SESSION_KEY
+
+    return config.stash.get(SESSION_KEY, None)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    from pytest_latency.yaml_items import collect_file  # light; spec parsing loads per spec
+
     return collect_file(file_path, parent)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
-    session = config.stash.get(SESSION_KEY, None)
+    session = _latency_session(config)
     if session is None:
         return None
     server = session.options.server
@@ -62,9 +86,11 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    session = terminalreporter.config.stash.get(SESSION_KEY, None)
+    session = _latency_session(terminalreporter.config)
     if session is None or not session.runs:
         return
+    from pytest_latency.report.terminal import format_run
+
     terminalreporter.write_sep("=", "latency summary")
     for run in session.runs:
         for line in format_run(run):
@@ -76,19 +102,23 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    latency_session = session.config.stash.get(SESSION_KEY, None)
+    latency_session = _latency_session(session.config)
     if latency_session is None:
         return
     if latency_session.options.json_path is not None:
+        from pytest_latency.report.json_report import write_json
+
         write_json(latency_session.options.json_path, latency_session.runs)
     options = latency_session.options
     if options.save_baseline is not None and latency_session.runs:
+        from pytest_latency.report.json_report import save_baseline
+
         latency_session.saved_baseline = save_baseline(
             options.save_baseline, latency_session.runs, options.baseline_history
         )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.stash.get(SESSION_KEY, None)
+    session = _latency_session(config)
     if session is not None:
         session.close()

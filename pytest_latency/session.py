@@ -1,25 +1,28 @@
-"""One pytest session's latency state: started servers (reused across tests) and runs."""
+"""One pytest session's latency state: started servers (reused across tests) and runs.
+
+Cheap to import and to create: the driver, analysis (scipy) and baseline modules load
+when a test first runs load, since the plugin creates a session in every pytest run.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_latency._options import LatencyOptions
-from pytest_latency.analysis.health import check_generator
-from pytest_latency.baseline import load_baseline, mismatches, run_keys
-from pytest_latency.driver import Target, run_plan
-from pytest_latency.gate import enforce
-from pytest_latency.result import LatencyResult, SessionBudget
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.spec import ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
-from pytest_latency.workload import build_plan
 
-RunListener = Callable[[LatencyResult], None]
+if TYPE_CHECKING:
+    from pytest_latency.baseline import Baseline
+    from pytest_latency.result import LatencyResult, SessionBudget
+
+RunListener = Callable[["LatencyResult"], None]
 
 
 # Kinds the session points at its OTLP receiver (others export gRPC only, or nothing).
@@ -48,9 +51,17 @@ class LatencySession:
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
         self._failed_starts: dict[tuple[object, ...], ServerStartError] = {}
         self._stack = ExitStack()
-        self.baseline = load_baseline(options.baseline) if options.baseline else None
+        self.baseline: Baseline | None = None
+        if options.baseline:
+            from pytest_latency.baseline import load_baseline
+
+            self.baseline = load_baseline(options.baseline)
         self.saved_baseline: list[str] = []  # what --latency-save-baseline did, to print
-        self.error_budget = SessionBudget() if options.error_control == "session" else None
+        self.error_budget: SessionBudget | None = None
+        if options.error_control == "session":
+            from pytest_latency.result import SessionBudget
+
+            self.error_budget = SessionBudget()
         self.telemetry = TelemetryHub(
             TelemetrySettings(
                 receiver_address=options.otlp_receiver,
@@ -59,6 +70,10 @@ class LatencySession:
                 metrics_interval_s=options.metrics_interval_s,
             )
         )
+        if options.otlp_receiver is not None:
+            # Listen from the start: a server the user pointed here exports during the
+            # run, and spans sent to a port nobody listens on are lost.
+            self.telemetry.start_receiver()
 
     def resolve(self, spec: ServerSpec | None) -> ServerSpec:
         """A spec file's server, unless ``--latency-server`` was given explicitly."""
@@ -114,6 +129,12 @@ class LatencySession:
         ``--latency-seed`` replaces the workload's seed unless ``keep_seed`` (ABBA blocks
         carry seeds already derived from it).
         """
+        from pytest_latency.analysis.health import check_generator
+        from pytest_latency.driver import Target, run_plan
+        from pytest_latency.gate import enforce
+        from pytest_latency.result import LatencyResult
+        from pytest_latency.workload import build_plan
+
         if self.options.seed is not None and not keep_seed:
             workload = dataclasses.replace(workload, seed=self.options.seed)
         info = self.server(server)
@@ -156,6 +177,8 @@ class LatencySession:
         """Give ``result`` its stored runs, or the reason they are not comparable."""
         if self.baseline is None:
             return
+        from pytest_latency.baseline import mismatches, run_keys
+
         key = run_keys([*(run.test for run in self.runs), result.test])[-1]
         stored = self.baseline.runs.get(key)
         if not stored:

@@ -1,18 +1,23 @@
-"""Collection of ``*.slo.yaml`` files: one test per file, run against the session's server."""
+"""Collection of ``*.slo.yaml`` files: one test per file, run against the session's server.
+
+pytest asks :func:`collect_file` about every file it collects, with or without spec
+files, so the YAML parser and the verdict code (scipy) load with the first spec file.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid, check_valid, enforce
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers import ServerStartError
 from pytest_latency.session import SESSION_KEY
 from pytest_latency.spec import SpecError
-from pytest_latency.spec_yaml import SloSpec, load_slo_file
+
+if TYPE_CHECKING:
+    from pytest_latency.result import LatencyResult
+    from pytest_latency.spec_yaml import SloSpec
 
 SUFFIX = ".slo.yaml"
 
@@ -21,6 +26,8 @@ class SloFile(pytest.File):
     """A spec file; errors in it are collection errors naming file, line and key."""
 
     def collect(self) -> list[SloItem]:
+        from pytest_latency.spec_yaml import load_slo_file
+
         try:
             spec = load_slo_file(self.path)
         except SpecError as error:
@@ -38,15 +45,21 @@ class SloItem(pytest.Item):
     def setup(self) -> None:
         # The run happens in setup, so a run that cannot be trusted (server down, generator
         # behind) is reported as an error, and only a decided objective as a failure.
+        from pytest_latency.gate import check_valid
+
         session = self.config.stash[SESSION_KEY]
         self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
         check_valid(self.result)
 
     def runtest(self) -> None:
+        from pytest_latency.gate import enforce
+
         assert self.result is not None  # set by setup
         enforce(self.result, self.result.evaluate(self.spec.objectives))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid
+
         known = LatencyObjectiveError | LatencyRunInvalid | ServerStartError | SpecError
         if isinstance(excinfo.value, known):
             return str(excinfo.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import zlib
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -14,9 +14,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from pytest_latency.telemetry.otlp_json import OtlpJsonError, loads_request
-
-if TYPE_CHECKING:
-    from pytest_latency.telemetry.receiver import OtlpReceiver
 
 logger = logging.getLogger("pytest_latency.telemetry.receiver")
 
@@ -28,8 +25,18 @@ _GZIP = frozenset({"gzip", "x-gzip"})
 _DEFLATE = "deflate"
 
 
+class ExportSink(Protocol):
+    """What the handler needs from the receiver it serves (the receiver imports this
+    module, so the handler names the receiver's shape, not its class)."""
+
+    @property
+    def max_body_bytes(self) -> int: ...
+    def ingest(self, request: ExportTraceServiceRequest) -> None: ...
+    def record_rejection(self, status: int, reason: str) -> None: ...
+
+
 class _HasReceiver(Protocol):
-    receiver: OtlpReceiver
+    receiver: ExportSink
 
 
 class _Readable(Protocol):
@@ -55,7 +62,7 @@ class OtlpHandler(BaseHTTPRequestHandler):
     sys_version = ""
 
     @property
-    def _receiver(self) -> OtlpReceiver:
+    def _receiver(self) -> ExportSink:
         server: _HasReceiver = self.server  # type: ignore[assignment]
         return server.receiver
 

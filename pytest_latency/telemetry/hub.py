@@ -1,27 +1,40 @@
-"""A session's telemetry: the OTLP receiver, client span export, scraping, and the join."""
+"""A session's telemetry: the OTLP receiver, client span export, scraping, and the join.
+
+The pieces (protobuf, OpenTelemetry SDK, httpx) load when first used, not when the
+session is created: the plugin creates a session in every pytest run.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from pytest_latency.driver.tracecontext import ClientSpans
-from pytest_latency.records import RequestRecord
-from pytest_latency.telemetry.join import JoinReport, join_records
-from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper, MetricsSeries
-from pytest_latency.telemetry.receiver import DEFAULT_GRACE_S, OtlpReceiver, parse_listen_address
+from pytest_latency.telemetry.settings import (
+    DEFAULT_METRICS_INTERVAL_S,
+    TelemetrySettings,
+    parse_listen_address,
+)
 
-DEFAULT_METRICS_INTERVAL_S = 1.0
+if TYPE_CHECKING:
+    from pytest_latency.driver.tracecontext import ClientSpans
+    from pytest_latency.records import RequestRecord
+    from pytest_latency.telemetry.join import JoinReport
+    from pytest_latency.telemetry.prometheus import MetricsSeries
+    from pytest_latency.telemetry.receiver import OtlpReceiver
+
+__all__ = (
+    "DEFAULT_METRICS_INTERVAL_S",
+    "Observation",
+    "ReceiverUnavailable",
+    "TelemetryHub",
+    "TelemetrySettings",
+)
 
 
-@dataclass(frozen=True, slots=True)
-class TelemetrySettings:
-    receiver_address: str | None = None  # HOST:PORT; None = ephemeral 127.0.0.1 port
-    export_endpoint: str | None = None  # OTLP/HTTP collector for client spans
-    grace_s: float = DEFAULT_GRACE_S
-    metrics_interval_s: float = DEFAULT_METRICS_INTERVAL_S  # 0 disables scraping
+class ReceiverUnavailable(Exception):
+    """The OTLP receiver cannot listen where it was asked to (port taken, bad host)."""
 
 
 class Observation:
@@ -40,17 +53,31 @@ class TelemetryHub:
 
     @property
     def receiver(self) -> OtlpReceiver:
-        """The session's span receiver, started on first use."""
+        """The session's span receiver, started on first use (see :meth:`start_receiver`)."""
+        return self.start_receiver()
+
+    def start_receiver(self) -> OtlpReceiver:
+        """Listen now (idempotent): at the configured address, else an ephemeral port.
+
+        Raises :class:`ReceiverUnavailable` when the address cannot be bound.
+        """
         if self._receiver is None:
+            from pytest_latency.telemetry.receiver import OtlpReceiver
+
             host, port = ("127.0.0.1", 0)
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
-            self._receiver = OtlpReceiver(host=host, port=port).start()
+            try:
+                self._receiver = OtlpReceiver(host=host, port=port).start()
+            except OSError as error:
+                raise ReceiverUnavailable(f"cannot listen on {host}:{port}: {error}") from None
         return self._receiver
 
     @property
     def client_spans(self) -> ClientSpans:
         if self._spans is None:
+            from pytest_latency.driver.tracecontext import ClientSpans
+
             exporter = None
             if self.settings.export_endpoint:
                 from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
@@ -68,6 +95,8 @@ class TelemetryHub:
         if self.settings.metrics_interval_s <= 0:
             yield observation
             return
+        from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper
+
         kind = server_kind if server_kind in KINDS else "auto"
         scraper = MetricsScraper(
             f"{base_url}/metrics", kind, self.settings.metrics_interval_s,
@@ -83,6 +112,8 @@ class TelemetryHub:
 
     def join(self, records: Sequence[RequestRecord], *, expect_spans: bool) -> JoinReport:
         """Attach server durations to ``records``; wait for late spans only if expected."""
+        from pytest_latency.telemetry.join import join_records
+
         receiver = self._receiver
         if receiver is None and not expect_spans:
             return join_records(records, {})

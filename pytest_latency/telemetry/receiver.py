@@ -26,6 +26,7 @@ from typing import Any, Self
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from pytest_latency.telemetry._http import TRACES_PATH, OtlpHandler
+from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, parse_listen_address
 from pytest_latency.telemetry.spans import parse_export_request
 from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S, TimingStore
 from pytest_latency.telemetry.timings import ServerTimings
@@ -40,34 +41,10 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-#: Default wait for late spans when joining (vLLM exports in batches, seconds late).
-DEFAULT_GRACE_S = 10.0
 #: Largest accepted body, after decompression (the OTLP exporters' own default cap).
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 _POLL_S = 0.05
 _LOUD_REJECTIONS = 5  # rejections logged at WARNING; later ones at DEBUG
-
-
-def parse_listen_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``[v6]:PORT``, ``:PORT`` or ``PORT`` to ``(host, port)``.
-
-    An omitted host is ``127.0.0.1``; port ``0`` asks for an ephemeral port.
-    Raises ``ValueError`` with the reason.
-    """
-    value = text.strip()
-    if value.startswith("["):
-        host, sep, port_text = value[1:].partition("]:")
-        if not sep:
-            raise ValueError(f"expected [HOST]:PORT, got {text!r}")
-    elif ":" in value:
-        host, _, port_text = value.rpartition(":")
-        if ":" in host:
-            raise ValueError(f"write an IPv6 host in brackets: [HOST]:PORT, got {text!r}")
-    else:
-        host, port_text = "", value
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"port must be an integer 0-65535, got {text!r}")
-    return host or "127.0.0.1", int(port_text)
 
 
 class _Server(ThreadingHTTPServer):
