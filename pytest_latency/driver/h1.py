@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import select
 import time
+from typing import cast
 
 import httptools
 
@@ -93,8 +94,8 @@ class H1Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; not an isinstance check: uvloop's do not subclass asyncio's.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self._read_ns = time.perf_counter_ns()  # before any parsing: TTFT/ITL come from this

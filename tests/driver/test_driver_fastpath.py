@@ -252,3 +252,15 @@ def test_the_reuse_check_works_past_fd_setsize() -> None:
     finally:
         high.close()
         left.close()
+
+
+def test_the_hot_path_runs_on_uvloop(server: ScriptedServer) -> None:
+    """uvloop's transports are not asyncio.Transport subclasses; the connection must not care."""
+    pytest.importorskip("uvloop")
+    import anyio
+
+    server.route("stream", STREAM)
+    run = Run(plan_at([0.0, 0.01]), Target(server.url, "stream"))
+    anyio.run(run.drive, backend_options={"use_uvloop": True})
+    assert [record.status for record in run.records] == [Status.OK, Status.OK]
+    assert all(record.output_tokens == 20 for record in run.records)
