@@ -40,6 +40,7 @@ WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
 # Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
 # connection is not reused just as the server closes it.
 KEEPALIVE_EXPIRY_S = 4.0
+CLOSE_TIMEOUT_S = 5.0  # bound on closing the transport's connections at the end
 # The event loop's timers wake up to 1 ms late (epoll's timeout is in whole ms, rounded
 # up), so the launcher sleeps until SPIN_NS before each send and yields to the loop
 # (which keeps reading sockets) for the rest; MAX_SPINS bounds that loop.
@@ -195,7 +196,7 @@ class Run:
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
             self._mark_cancelled()
-            with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_TIMEOUT_S, shield=True):  # bounded, even on Ctrl-C
                 await sender.transport.aclose()
         return self.result()
 

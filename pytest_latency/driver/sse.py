@@ -76,6 +76,7 @@ class SSEDecoder:
         self._pending += len(piece)
         if self._pending > self._max_line:
             self._pieces.clear()
+            self._pending = 0
             raise LineTooLong(f"SSE line over {size_text(self._max_line)} without a newline")
         self._pieces.append(piece)
 
