@@ -47,7 +47,7 @@ import anyio
 import numpy as np
 
 from pytest_latency.driver.encoding import encoding_problem
-from pytest_latency.driver.errors import http_error_text
+from pytest_latency.driver.errors import http_error_text, safe_text
 from pytest_latency.driver.limits import REJECTED_STATUSES, ResponseLimits, check_deadline
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
 from pytest_latency.driver.sinks import ErrorSink, StreamSink
@@ -135,10 +135,10 @@ class Sender:
                     await self._read_stream(response, record, prompt)
                 else:
                     await self._read_error(response, record, prompt)
-        except ExchangeFailure as failure:
-            decide(record, failure.status, failure.text)
+        except ExchangeFailure as failure:  # texts may quote the server's bytes: made safe
+            decide(record, failure.status, safe_text(failure.text, prompt))
         except Exception as exc:  # containment: one response never breaks the run
-            decide(record, Status.PROTOCOL_ERROR, unreadable(exc).text)
+            decide(record, Status.PROTOCOL_ERROR, safe_text(unreadable(exc).text, prompt))
 
     async def _read_stream(self, response: Response, record: RequestRecord, prompt: str) -> None:
         problem = encoding_problem(response.header("content-encoding"))
