@@ -187,6 +187,9 @@ class Run:
         try:
             await self._warm(sender)
             quiet_gc()
+            # End this loop step: the collection's stall (and I/O that queued during it)
+            # belongs before time zero, not to the first sends.
+            await anyio.lowlevel.checkpoint()
             self.started_ns = sender.t0_ns = await self._time_zero()
             self.started_at_unix = time.time()
             async with anyio.create_task_group() as tasks:
