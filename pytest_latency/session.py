@@ -130,7 +130,7 @@ class LatencySession:
         carry seeds already derived from it).
         """
         from pytest_latency.analysis.health import check_generator
-        from pytest_latency.driver import Target, run_plan
+        from pytest_latency.driver import RunInterrupted, Target, run_plan
         from pytest_latency.gate import enforce
         from pytest_latency.result import LatencyResult
         from pytest_latency.workload import build_plan
@@ -145,12 +145,18 @@ class LatencySession:
             api=info.api,  # type: ignore[arg-type]
             extra_body=request_options(workload),
         )
+        interrupted: RunInterrupted | None = None
         with self.telemetry.observe(info.url, info.kind) as observation:
             spans = self.telemetry.client_spans
-            outcome = run_plan(plan, target, spans, workers=self.options.workers)
+            try:
+                outcome = run_plan(plan, target, spans, workers=self.options.workers)
+            except RunInterrupted as stop:  # keep what was measured, then stop pytest
+                interrupted, outcome = stop, stop.result
             observation.time_zero_ns = outcome.started_ns
-        expect_spans = info.exports_spans or self.options.otlp_receiver is not None
-        joined = self.telemetry.join(outcome.records, expect_spans=expect_spans)
+        joined = None
+        if interrupted is None:
+            expect_spans = info.exports_spans or self.options.otlp_receiver is not None
+            joined = self.telemetry.join(outcome.records, expect_spans=expect_spans)
         result = LatencyResult(
             test=test,
             server=info,
@@ -164,11 +170,14 @@ class LatencySession:
             server_metrics=observation.series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
+            interrupted=None if interrupted is None else "interrupted (Ctrl-C)",
         )
         result.gate = enforce
         result.error_budget = self.error_budget
         self._attach_baseline(result)
         self.runs.append(result)
+        if interrupted is not None:
+            raise interrupted  # the run is kept for the JSON (interrupted: true)
         if self._on_run is not None:
             self._on_run(result)
         return result

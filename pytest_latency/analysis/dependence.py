@@ -152,16 +152,60 @@ def normal_scores(values: np.ndarray) -> np.ndarray:
     return scores
 
 
-def count_dependence(
-    indicator: np.ndarray, episodes: np.ndarray | None, values: np.ndarray | None = None
-) -> Dependence:
-    """Design effect of ``sum(indicator)`` (send order), by episodes when there are several.
-
-    ``values`` (the latencies behind the indicator) add the normal-score estimate.
-    """
-    if episodes is not None and np.unique(episodes).size >= 2:
-        return episode_dependence(indicator, episodes)
+def _serial_for(indicator: np.ndarray, values: np.ndarray | None) -> Dependence:
     series = [indicator.astype(np.float64)]
     if values is not None and values.size >= MIN_SERIAL_SAMPLES:
         series.append(normal_scores(values))
     return serial_dependence(*series)
+
+
+def stratified_dependence(
+    indicator: np.ndarray, strata: np.ndarray, values: np.ndarray | None
+) -> Dependence:
+    """Design effect of a count over planned strata (phases), each estimated on its own.
+
+    Phases are part of the plan, not noise: a burst's higher latencies are a fixed
+    stratum, not a correlation. Each phase's count variance is estimated within the
+    phase; the variances add, and their degrees of freedom combine (Satterthwaite).
+    """
+    n = int(indicator.size)
+    share = float(indicator.mean()) if n else 0.0
+    total = n * share * (1.0 - share)
+    if total <= 0.0:
+        return independent(n)
+    variances: list[float] = []
+    parts: list[Dependence] = []
+    for stratum in np.unique(strata):
+        chosen = strata == stratum
+        inside = indicator[chosen]
+        inner = float(inside.mean())
+        if inner in (0.0, 1.0):
+            continue  # a stratum all on one side adds no variance
+        part = _serial_for(inside, None if values is None else values[chosen])
+        variances.append(inside.size * inner * (1.0 - inner) * part.design_effect)
+        parts.append(part)
+    effect = sum(variances) / total
+    if effect <= 1.0 or all(part.independent for part in parts):
+        return independent(n)
+    noise = sum(v**2 / p.degrees_of_freedom for v, p in zip(variances, parts, strict=True))
+    degrees = math.inf if noise == 0.0 else sum(variances) ** 2 / noise
+    window = max(part.window for part in parts)
+    return Dependence(n, effect, degrees, "serial", window)
+
+
+def count_dependence(
+    indicator: np.ndarray,
+    episodes: np.ndarray | None,
+    values: np.ndarray | None = None,
+    strata: np.ndarray | None = None,
+) -> Dependence:
+    """Design effect of ``sum(indicator)`` (send order), by episodes when there are several.
+
+    ``values`` (the latencies behind the indicator) add the normal-score estimate;
+    ``strata`` (phase of each request) make each phase its own stratum.
+    """
+    if episodes is not None and np.unique(episodes).size >= 2:
+        return episode_dependence(indicator, episodes)
+    if strata is not None and np.unique(strata).size >= 2:
+        return stratified_dependence(indicator, strata, values)
+    return _serial_for(indicator, values)

@@ -199,13 +199,14 @@ def correlated_quantile_bounds(
     q: float,
     confidence: float = DEFAULT_CONFIDENCE,
     episodes: np.ndarray | None = None,
+    phases: np.ndarray | None = None,
 ) -> QuantileBounds:
     """Bounds on the q-quantile of per-request ``values`` given in send order.
 
     The count of values under the quantile is what the order-statistic bound rests on;
     its design effect is estimated from the data (:mod:`.dependence`), at the sample
-    quantile, by episodes when ``episodes`` holds several. Independent data get exactly
-    :func:`quantile_bounds`.
+    quantile, by episodes when ``episodes`` holds several, else within each of ``phases``
+    (planned strata). Independent data get exactly :func:`quantile_bounds`.
     """
     samples = np.asarray(values, dtype=np.float64)
     n = int(samples.size)
@@ -215,7 +216,7 @@ def correlated_quantile_bounds(
         raise ValueError("samples contain NaN")
     rank = min(n - 1, max(0, math.ceil(q * n) - 1))
     level = order_statistics(samples, [rank])[rank]
-    dependence = count_dependence(samples <= level, episodes, samples)
+    dependence = count_dependence(samples <= level, episodes, samples, phases)
     lower_rank, upper_rank = dependent_ranks(n, q, confidence, dependence)
     wanted = [r - 1 for r in (lower_rank, upper_rank) if r is not None]
     ordered = order_statistics(samples, wanted)

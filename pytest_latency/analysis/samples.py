@@ -50,10 +50,11 @@ _GAP_STATISTICS: dict[str, GapStatistic] = {"itl": "median", "itl_max": "max"}
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """One value per request (send order) and the episode each request belongs to."""
+    """One value per request (send order), its episode and its phase (as a code)."""
 
     values: np.ndarray
     episodes: np.ndarray
+    phases: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -111,8 +112,8 @@ def metric_series(records: Iterable[RequestRecord], metric: str) -> Series:
     keep = ~np.isnan(values)
     if metric in SERVER_METRICS and not (keep & ~failed).any():
         keep[:] = False  # the server never reported it: no sample, not one of all-inf
-    episodes = _episodes(ordered)
-    return Series(values[keep], episodes[keep])
+    episodes, phases = _episodes(ordered), _phases(ordered)
+    return Series(values[keep], episodes[keep], phases[keep])
 
 
 def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
@@ -122,6 +123,13 @@ def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
 
 def _episodes(ordered: Sequence[RequestRecord]) -> np.ndarray:
     return np.fromiter((r.episode for r in ordered), dtype=np.int64, count=len(ordered))
+
+
+def _phases(ordered: Sequence[RequestRecord]) -> np.ndarray:
+    codes: dict[str, int] = {}
+    return np.fromiter(
+        (codes.setdefault(r.phase, len(codes)) for r in ordered), dtype=np.int64, count=len(ordered)
+    )
 
 
 def record_value(record: RequestRecord, metric: str) -> float | None:
@@ -136,7 +144,7 @@ def failure_series(records: Iterable[RequestRecord]) -> Series:
     """1.0 for each failed request, 0.0 for each completed one, in send order."""
     ordered = _send_order(records)
     failed = np.fromiter((0.0 if r.ok else 1.0 for r in ordered), dtype=np.float64)
-    return Series(failed, _episodes(ordered))
+    return Series(failed, _episodes(ordered), _phases(ordered))
 
 
 def error_counts(records: Sequence[RequestRecord]) -> tuple[int, int]:

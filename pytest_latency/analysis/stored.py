@@ -64,7 +64,7 @@ def series_dependence(series: Series, q: float) -> Dependence:
         return independent(0)
     rank = min(n - 1, max(0, math.ceil(q * n) - 1))
     level = order_statistics(values, [rank])[rank]
-    return count_dependence(values <= level, series.episodes, values)
+    return count_dependence(values <= level, series.episodes, values, series.phases)
 
 
 def log_quantile(series: Series, q: float) -> LogQuantile | None:

@@ -90,7 +90,7 @@ def decide(
         )
     estimate = percentile(series.values, objective.p)
     bounds = correlated_quantile_bounds(
-        series.values, objective.p / 100.0, confidence, series.episodes
+        series.values, objective.p / 100.0, confidence, series.episodes, series.phases
     )
     verdict, reason = _classify(
         bounds.lower, bounds.upper, objective.max_s, objective, confidence,
@@ -155,7 +155,7 @@ def _decide_error_rate(
         )  # fmt: skip
     failed = int(failures.values.sum())
     # Failures that come in runs (a crash takes 20 requests in a row) are one event, not 20.
-    dependence = count_dependence(failures.values, failures.episodes)
+    dependence = count_dependence(failures.values, failures.episodes, None, failures.phases)
     lower, upper = proportion_bounds(failed, offered, confidence, dependence)
     estimate = failed / offered
     assert objective.max_s is not None  # validated: error_rate always has a max
