@@ -250,6 +250,16 @@ def test_bad_yaml_and_bad_run_files_are_usage_errors_naming_the_place(tmp_path: 
     assert bad_run.returncode == 2 and "not a readable JSON file" in bad_run.stderr
 
 
+def test_a_malformed_request_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    run = run_dict(make_records(0.1))
+    run["requests"][3]["itl_s"] = [0.01, True]  # validation survives the fast gap check
+    objectives = tmp_path / "objectives.yaml"
+    objectives.write_text(TTFT_P95_UNDER_1S)
+    result = judge(write_file(tmp_path / "run.json", run), "--objectives", objectives)
+    assert result.returncode == 2
+    assert "requests[3]: itl_s must be a list of numbers" in result.stderr
+
+
 def test_the_console_script_is_declared_and_installed() -> None:
     from importlib.metadata import entry_points
 
