@@ -144,8 +144,8 @@ def format_table(judged: Sequence[JudgedRun], width: int = TABLE_WIDTH) -> str:
     for run in judged:
         lines.append(run.test)
         for result in run.results:
-            head = f"  {result.verdict.value:<{_VERDICT_COLUMN - 3}} {result.objective.label}"
-            lines.append(head)
+            verdict = result.verdict.value.upper()
+            lines.append(f"  {verdict:<{_VERDICT_COLUMN - 3}} {result.objective.label}")
             for text in (format_estimate(result), result.reason, *result.warnings):
                 lines.extend(wrapper.wrap(text))
     counts = {verdict: 0 for verdict in Verdict}

@@ -101,7 +101,7 @@ def test_a_fast_run_passes_and_out_json_has_every_objective_field(
     out = tmp_path / "verdicts" / "out.json"
     result = judge(runs, "--objectives", objectives, "--json", out)
     assert result.returncode == 0, result.stderr
-    assert TEST in result.stdout and "pass" in result.stdout
+    assert result.stdout.splitlines()[:2] == [TEST, "  PASS         ttft p95 <= 1000ms [steady]"]
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
     document = json.loads(out.read_text())
     assert document["schema"] == "pytest-latency/1"
@@ -129,7 +129,9 @@ def test_a_slow_run_fails_with_exit_1_whatever_its_stored_verdict_says(
     (ttft, errors) = json.loads(out.read_text())["runs"][0]["objectives"]
     assert ttft["verdict"] == "fail" and ttft["lower_s"] > 1.0
     assert errors["verdict"] == "pass"
-    assert "fail" in result.stdout and "lower bound over the limit" in result.stdout
+    assert "  FAIL         ttft p95 <= 1000ms [steady]" in result.stdout
+    assert "lower bound over the limit" in result.stdout
+    assert "judged 1 run(s): 1 pass, 1 fail, 0 inconclusive, 0 invalid" in result.stdout
 
 
 def test_inconclusive_does_not_fail_the_command(tmp_path: Path) -> None:
@@ -138,7 +140,7 @@ def test_inconclusive_does_not_fail_the_command(tmp_path: Path) -> None:
     runs = write_file(tmp_path / "run.json", run_dict(make_records(0.1, count=40)))
     result = judge(runs, "--objectives", objectives)
     assert result.returncode == 0, result.stderr
-    assert "inconclusive" in result.stdout and "too few samples" in result.stdout
+    assert "  INCONCLUSIVE ttft p99" in result.stdout and "too few samples" in result.stdout
 
 
 def test_an_invalid_run_is_judged_invalid_with_the_generator_reason(
