@@ -262,6 +262,22 @@ def test_a_malformed_request_is_a_usage_error_naming_it(tmp_path: Path) -> None:
     assert "requests[3]: itl_s must be a list of numbers" in result.stderr
 
 
+def test_judging_never_imports_pytest(tmp_path: Path) -> None:
+    objectives = tmp_path / "objectives.yaml"
+    objectives.write_text(TTFT_P95_UNDER_1S)
+    runs = write_file(tmp_path / "run.json", run_dict(make_records(0.1, count=50)))
+    script = (
+        "import sys; from pytest_latency.cli import main;"
+        f" code = main(['judge', {str(runs)!r}, '--objectives', {str(objectives)!r}]);"
+        " print('pytest loaded:', 'pytest' in sys.modules or '_pytest' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "pytest loaded: False"
+
+
 def test_the_console_script_is_declared_and_installed() -> None:
     from importlib.metadata import entry_points
 
