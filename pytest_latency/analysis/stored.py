@@ -37,9 +37,11 @@ from pytest_latency.analysis.percentiles import (
 from pytest_latency.analysis.samples import Series
 from pytest_latency.analysis.verdict import Verdict
 
-# Effective samples each side needs before the normal log-ratio test is used; below it,
-# the exact union bounds decide (the standard error itself would be unreliable).
-MIN_EFFECTIVE_FOR_LOG_RATIO = 200.0
+# Effective samples each side needs *in the quantile's smaller tail* before the normal
+# log-ratio test is used (n_eff * min(q, 1 - q), the usual np >= 10 of a normal
+# approximation to the binomial: 20 for a p50, 200 for a p95); below it, the exact
+# union bounds decide (the standard error itself would be unreliable).
+MIN_TAIL_FOR_LOG_RATIO = 10.0
 _SE_LEVEL = 0.95  # the interval whose width gives a standard error
 _SE_Z = 1.959963984540054
 
@@ -70,7 +72,7 @@ def log_quantile(series: Series, q: float) -> LogQuantile | None:
     values = series.values
     n = series.n
     dependence = series_dependence(series, q)
-    if n == 0 or dependence.n_effective < MIN_EFFECTIVE_FOR_LOG_RATIO:
+    if n == 0 or dependence.n_effective * min(q, 1.0 - q) < MIN_TAIL_FOR_LOG_RATIO:
         return None
     lower_rank, upper_rank = dependent_ranks(n, q, _SE_LEVEL, dependence)
     if lower_rank is None or upper_rank is None:

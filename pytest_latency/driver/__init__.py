@@ -10,15 +10,9 @@ and e2e are measured from each request's planned send time (DESIGN.md section 3)
 
 from __future__ import annotations
 
-from pytest_latency.driver.client import (
-    DriveResult,
-    Run,
-    RunInterrupted,
-    Target,
-    drive,
-    make_client,
-    run_plan,
-)
+from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target, make_client
+from pytest_latency.driver.entry import drive, run_plan
+from pytest_latency.driver.limits import ResponseLimits
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 
@@ -26,6 +20,7 @@ __all__ = (
     "ClientSpans",
     "DriveResult",
     "RequestRecord",
+    "ResponseLimits",
     "Run",
     "RunInterrupted",
     "Status",

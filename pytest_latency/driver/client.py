@@ -23,10 +23,12 @@ import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
-from pytest_latency.driver.fast import request_head
-from pytest_latency.driver.h1 import H1Pool
+from pytest_latency.driver.fast import FastTransport
+from pytest_latency.driver.httpx_transport import HttpxTransport
+from pytest_latency.driver.limits import ResponseLimits, check_deadline
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.driver.transport import Transport
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
@@ -38,6 +40,7 @@ WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
 # Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
 # connection is not reused just as the server closes it.
 KEEPALIVE_EXPIRY_S = 4.0
+CLOSE_TIMEOUT_S = 5.0  # bound on closing the transport's connections at the end
 # The event loop's timers wake up to 1 ms late (epoll's timeout is in whole ms, rounded
 # up), so the launcher sleeps until SPIN_NS before each send and yields to the loop
 # (which keeps reading sockets) for the rest; MAX_SPINS bounds that loop.
@@ -51,7 +54,9 @@ class Target:
     """Where to send: an OpenAI-compatible server. ``headers`` (e.g. auth) are never logged.
 
     ``extra_body`` keys (e.g. ``min_tokens``, ``ignore_eos``) are added to every request
-    body last, so they override the driver's own keys.
+    body last, so they override the driver's own keys. ``limits`` bound what one response
+    may cost the client (head, SSE line, body size); a response over them is a
+    ``protocol_error``.
     """
 
     base_url: str  # "http://127.0.0.1:8000", without /v1
@@ -59,6 +64,7 @@ class Target:
     api: Literal["chat", "completions"] = "chat"
     headers: Mapping[str, str] = field(default_factory=dict)
     extra_body: Mapping[str, object] = field(default_factory=dict)
+    limits: ResponseLimits = field(default_factory=ResponseLimits)
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:
@@ -120,16 +126,20 @@ def quiet_gc() -> None:
     gc.freeze()
 
 
-def hot_path_pool(target: Target) -> H1Pool | None:
-    """The raw HTTP/1.1 pool when the hot path applies: asyncio, plain http://."""
+def choose_transport(target: Target, client: httpx.AsyncClient | None) -> Transport:
+    """A caller's client is used as it is; otherwise the hot path when it applies (asyncio,
+    plain http://), else a client of our own (https, trio)."""
+    if client is not None:
+        return HttpxTransport(client, target.url, owns_client=False)
     try:
         asyncio.get_running_loop()
+        on_asyncio = True
     except RuntimeError:  # not on asyncio (trio): httpx does the work
-        return None
+        on_asyncio = False
     url = httpx.URL(target.url)
-    if url.scheme != "http" or not url.host:
-        return None
-    return H1Pool(url.host, url.port or 80, KEEPALIVE_EXPIRY_S)
+    if on_asyncio and url.scheme == "http" and url.host:
+        return FastTransport(target.url, KEEPALIVE_EXPIRY_S, target.limits)
+    return HttpxTransport(make_client(), target.url, owns_client=True)
 
 
 class Run:
@@ -142,6 +152,7 @@ class Run:
         spans: ClientSpans | None = None,
         time_zero: TimeZero | None = None,
     ) -> None:
+        check_deadline(plan.workload.timeout_s)
         self.plan = plan
         self.time_zero = time_zero  # agrees time zero with other workers (after warm-up)
         self.target = target
@@ -173,14 +184,13 @@ class Run:
         if self._driven:
             raise RuntimeError("a Run drives its plan once; make a new Run")
         self._driven = True
-        own = client is None
-        http = make_client() if client is None else client
-        sender = self._sender(http)
-        if own:
-            sender.pool = hot_path_pool(self.target)
+        sender = self._sender(choose_transport(self.target, client))
         try:
             await self._warm(sender)
             quiet_gc()
+            # End this loop step: the collection's stall (and I/O that queued during it)
+            # belongs before time zero, not to the first sends.
+            await anyio.lowlevel.checkpoint()
             self.started_ns = sender.t0_ns = await self._time_zero()
             self.started_at_unix = time.time()
             async with anyio.create_task_group() as tasks:
@@ -190,11 +200,8 @@ class Run:
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
             self._mark_cancelled()
-            if sender.pool is not None:
-                sender.pool.close()
-            if own:
-                with anyio.CancelScope(shield=True):
-                    await http.aclose()
+            with anyio.move_on_after(CLOSE_TIMEOUT_S, shield=True):  # bounded, even on Ctrl-C
+                await sender.transport.aclose()
         return self.result()
 
     async def _time_zero(self) -> int:
@@ -207,7 +214,7 @@ class Run:
             await anyio.sleep(delay_ns / 1e9)
         return t0
 
-    def _sender(self, client: httpx.AsyncClient) -> Sender:
+    def _sender(self, transport: Transport) -> Sender:
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -215,14 +222,14 @@ class Run:
             **{name.lower(): value for name, value in self.target.headers.items()},
         }
         return Sender(
-            client=client,
-            url=self.target.url,
+            transport=transport,
             headers=headers,
             model=self.target.model,
             chat=self.target.api == "chat",
             extra_body=self.target.extra_body,
             timeout_s=self.plan.workload.timeout_s,
             spans=self.spans,
+            limits=self.target.limits,
         )
 
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
@@ -242,43 +249,17 @@ class Run:
     async def _warm(self, sender: Sender) -> None:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""
         pings = max(1, min(WARM_CONNECTIONS, len(self.plan.requests)))
+        url = self.target.base_url.rstrip("/") + "/v1/models"
+        headers = dict(self.target.headers)
         with anyio.move_on_after(min(WARM_PING_TIMEOUT_S, sender.timeout_s)):
             async with anyio.create_task_group() as tasks:
                 for _ in range(pings):
-                    if sender.pool is None:
-                        tasks.start_soon(self._ping, sender.client)
-                    else:
-                        tasks.start_soon(self._ping_pool, sender.pool)
+                    tasks.start_soon(sender.transport.ping, url, headers)
         if self.plan.warmup:
             limiter = anyio.CapacityLimiter(WARM_CONNECTIONS)
             async with anyio.create_task_group() as tasks:
                 for request in self.plan.warmup:
                     tasks.start_soon(self._warm_request, sender, request, limiter)
-
-    async def _ping(self, client: httpx.AsyncClient) -> None:
-        url = self.target.base_url.rstrip("/") + "/v1/models"
-        try:
-            response = await client.get(url, headers=dict(self.target.headers))
-            logger.debug("warm-up ping: HTTP %s", response.status_code)
-        except httpx.HTTPError as exc:
-            logger.debug("warm-up ping failed: %s", type(exc).__name__)
-
-    async def _ping_pool(self, pool: H1Pool) -> None:
-        url = httpx.URL(self.target.base_url.rstrip("/") + "/v1/models")
-        head = request_head("GET", url, {**self.target.headers, "accept": "*/*"}, 0)
-        try:
-            connection = await pool.acquire()
-        except httpx.HTTPError as exc:
-            logger.debug("warm-up ping failed: %s", type(exc).__name__)
-            return
-        try:
-            response = await connection.send(head)
-            await connection.read_body(lambda data, now_ns: False)
-            logger.debug("warm-up ping: HTTP %s", response.status)
-        except httpx.HTTPError as exc:
-            logger.debug("warm-up ping failed: %s", type(exc).__name__)
-        finally:
-            pool.release(connection)
 
     async def _warm_request(
         self, sender: Sender, request: PlannedRequest, limiter: anyio.CapacityLimiter
@@ -298,40 +279,3 @@ class Run:
                     if record.sent_s is None
                     else "run cancelled before the request finished"
                 )
-
-
-async def drive(
-    plan: Plan,
-    target: Target,
-    *,
-    client: httpx.AsyncClient | None = None,
-    spans: ClientSpans | None = None,
-) -> DriveResult:
-    """Offer ``plan`` to ``target`` open loop; one record per planned request.
-
-    A caller's ``client`` is used as it is (and not closed); by default the driver makes
-    its own (:func:`make_client`). Cancelling the run re-raises after every unfinished
-    record was marked ``cancelled``; use :class:`Run` to keep the records then.
-    """
-    return await Run(plan, target, spans).drive(client)
-
-
-def run_plan(
-    plan: Plan, target: Target, spans: ClientSpans | None = None, *, workers: int = 1
-) -> DriveResult:
-    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
-
-    ``spans`` carries the client spans (and their exporter); by default spans are made
-    for trace context only and not exported. ``workers > 1`` splits the plan across that
-    many processes (:mod:`.workers`); their spans carry trace context but are not exported.
-    """
-    if workers > 1:
-        from pytest_latency.driver.workers import run_workers
-
-        return run_workers(plan, target, workers)
-    run = Run(plan, target, spans)
-    try:
-        anyio.run(run.drive)
-    except KeyboardInterrupt as exc:
-        raise RunInterrupted(run.result()) from exc
-    return run.result()

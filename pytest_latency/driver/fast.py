@@ -1,33 +1,27 @@
-"""The hot-path exchange: one streamed request over :mod:`pytest_latency.driver.h1`.
+"""The hot-path transport: HTTP/1.1 over :class:`.h1.H1Connection`, pooled, plain http://.
 
-Same classification and instants as the httpx path in :mod:`.request` (whose module
-doc states the rules); the differences are only where the work happens: the SSE
-decoder and the chunk interpretation run inside the protocol's ``data_received``, with
-the read's own timestamp, and ``sent_s`` is the instant the request bytes were handed
-to the socket (the httpx path uses httpcore's "headers written" trace, the same moment).
+Used when the driver owns its client on asyncio with an http:// URL (see
+:func:`.client.choose_transport`). ``sent_s`` is the instant the request bytes are
+handed to the socket (the httpx transport reports httpcore's "headers written", the same
+moment). Connect failures read as httpx's (``ConnectError: ...``), so records read the
+same whichever transport ran.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 
 import httpx
 
-from pytest_latency.driver.errors import exception_text, http_error_text
-from pytest_latency.driver.h1 import H1Connection, H1Pool, ResponseHead
-from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
-from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
-from pytest_latency.records import RequestRecord, Status
+from pytest_latency.driver.h1 import H1Connection, ResponseHead
+from pytest_latency.driver.limits import ResponseLimits
+from pytest_latency.driver.transport import ConnectionFailure, ExchangeFailure, Sink
 
-if TYPE_CHECKING:
-    from pytest_latency.driver.request import Sender
-
-MAX_ERROR_BODY_BYTES = 4096
-REJECTED_STATUSES = frozenset({429, 503})
+logger = logging.getLogger("pytest_latency.driver")
 
 
 def request_head(method: str, url: httpx.URL, headers: Mapping[str, str], length: int) -> bytes:
@@ -39,123 +33,120 @@ def request_head(method: str, url: httpx.URL, headers: Mapping[str, str], length
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-class StreamSink:
-    """Consumes a 2xx SSE body read by read (called inside ``data_received``)."""
+class H1Pool:
+    """Idle keep-alive connections to one host, most recently used first; uncapped."""
 
-    __slots__ = ("decoder", "error", "received_ns", "record", "state", "t0_ns")
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        keepalive_expiry_s: float,
+        limits: ResponseLimits | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.keepalive_expiry_s = keepalive_expiry_s
+        self.limits = limits if limits is not None else ResponseLimits()
+        self.opened = 0
+        self._idle: list[H1Connection] = []
+        self._all: set[H1Connection] = set()
 
-    def __init__(self, record: RequestRecord, t0_ns: int, start_ns: int) -> None:
-        self.record = record
-        self.t0_ns = t0_ns
-        gaps: list[float] = []
-        record.itl_s = gaps
-        self.state = StreamState(gaps)
-        self.decoder = SSEDecoder()
-        self.received_ns = start_ns  # an empty body ends when its head arrived
-        self.error: StreamError | None = None
-
-    def __call__(self, data: bytes, now_ns: int) -> bool:
-        self.received_ns = now_ns
-        state = self.state
+    async def acquire(self) -> H1Connection:
+        now = time.monotonic()
+        while self._idle:
+            connection = self._idle.pop()
+            fresh = now - connection.idle_since < self.keepalive_expiry_s
+            if fresh and not connection.closed and not connection.peer_closed():
+                return connection
+            connection.close()
+            self._all.discard(connection)
         try:
-            for event in self.decoder.feed(data):
-                state.feed(event, now_ns)
-        except StreamError as exc:
-            self.error = exc
-            return True
-        record = self.record
-        if state.done and record.status is UNDECIDED:
-            record.status = Status.OK  # keep reading to the end so the connection is reused
-            record.end_s = (now_ns - self.t0_ns) / 1e9
-        return False
+            _, connection = await asyncio.get_running_loop().create_connection(
+                lambda: H1Connection(self.limits), self.host, self.port
+            )
+        except OSError as exc:
+            raise ConnectionFailure(f"ConnectError: {exc}") from exc
+        self.opened += 1
+        self._all.add(connection)
+        return connection
 
-    def flush(self) -> None:
-        try:
-            for event in self.decoder.flush():
-                self.state.feed(event, self.received_ns)
-        except StreamError as exc:
-            self.error = exc
-
-
-class ErrorSink:
-    """Collects at most MAX_ERROR_BODY_BYTES of a non-2xx body."""
-
-    __slots__ = ("body",)
-
-    def __init__(self) -> None:
-        self.body = bytearray()
-
-    def __call__(self, data: bytes, now_ns: int) -> bool:
-        self.body += data
-        return len(self.body) >= MAX_ERROR_BODY_BYTES
-
-
-async def exchange(
-    sender: Sender,
-    pool: H1Pool,
-    record: RequestRecord,
-    content: bytes,
-    headers: Mapping[str, str],
-    prompt: str,
-) -> None:
-    """Send one request on a pooled connection and fill ``record`` (never raises httpx errors)."""
-    t0, clock = sender.t0_ns, time.perf_counter_ns
-    record.sent_s = (clock() - t0) / 1e9  # hand-off; refined when the bytes are written
-    connection: H1Connection | None = None
-    try:
-        connection = await pool.acquire()
-        head_bytes = request_head("POST", sender.parsed_url, headers, len(content))
-        record.sent_s = (clock() - t0) / 1e9
-        head = await connection.send(head_bytes + content)
-        record.http_status = head.status
-        timing = head.get_list("server-timing")
-        if timing:
-            record.server_timing = ", ".join(timing)
-        if 200 <= head.status < 300:
-            await _read_stream(sender, connection, head, record, prompt)
+    def release(self, connection: H1Connection) -> None:
+        # Only a connection whose response was read to its end can carry another one: a
+        # caller cancelled mid-body (a timed-out warm-up ping) must not hand back a
+        # connection that would deliver the old body to the next request.
+        if connection.reusable and not connection.closed and connection.idle:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
         else:
-            await _read_error(sender, connection, head, record, prompt)
-    except httpx.TransportError as exc:
-        decide(record, Status.CONNECTION_ERROR, exception_text(exc))
-    except asyncio.CancelledError:
-        if connection is not None:
-            connection.abort()  # mid-response: the connection cannot be reused
-        raise
-    finally:
-        if connection is not None:
-            pool.release(connection)
+            connection.abort()
+            self._all.discard(connection)
+
+    def close(self) -> None:
+        for connection in self._all:
+            connection.abort()
+        self._all.clear()
+        self._idle.clear()
 
 
-async def _read_stream(
-    sender: Sender,
-    connection: H1Connection,
-    head: ResponseHead,
-    record: RequestRecord,
-    prompt: str,
-) -> None:
-    sink = StreamSink(record, sender.t0_ns, time.perf_counter_ns())
-    ended = False
-    try:
-        await connection.read_body(sink)
-        sink.flush()
-        ended = True
-    finally:
-        sender.keep_timeline(record, sink.state, sink.received_ns if ended else None)
-    decide_stream_end(record, sink.state, sink.error, head.get("content-type"), prompt)
+class FastResponse:
+    """A response on a pooled connection (the :class:`.transport.Response` of this path)."""
+
+    __slots__ = ("_connection", "_head")
+
+    def __init__(self, connection: H1Connection, head: ResponseHead) -> None:
+        self._connection = connection
+        self._head = head
+
+    @property
+    def status(self) -> int:
+        return self._head.status
+
+    def header(self, name: str) -> str:
+        return self._head.header(name)
+
+    def header_list(self, name: str) -> list[str]:
+        return self._head.header_list(name)
+
+    async def read_body(self, sink: Sink) -> None:
+        await self._connection.read_body(sink)
 
 
-async def _read_error(
-    sender: Sender,
-    connection: H1Connection,
-    head: ResponseHead,
-    record: RequestRecord,
-    prompt: str,
-) -> None:
-    code = head.status
-    record.status = Status.REJECTED if code in REJECTED_STATUSES else Status.HTTP_ERROR
-    record.error = f"HTTP {code}"
-    sink = ErrorSink()
-    with contextlib.suppress(httpx.HTTPError):  # the status already says what happened
-        await connection.read_body(sink)
-    record.end_s = (time.perf_counter_ns() - sender.t0_ns) / 1e9
-    record.error = http_error_text(code, bytes(sink.body[:MAX_ERROR_BODY_BYTES]), prompt)
+class FastTransport:
+    """The hot path: POSTs to one http:// URL over an uncapped keep-alive pool."""
+
+    def __init__(self, url: str, keepalive_expiry_s: float, limits: ResponseLimits) -> None:
+        self.url = httpx.URL(url)
+        port = self.url.port or 80
+        self.pool = H1Pool(self.url.host, port, keepalive_expiry_s, limits)
+
+    @asynccontextmanager
+    async def open(
+        self, content: bytes, headers: Mapping[str, str], on_sent: Callable[[], None]
+    ) -> AsyncIterator[FastResponse]:
+        connection = await self.pool.acquire()
+        try:
+            data = request_head("POST", self.url, headers, len(content)) + content
+            on_sent()
+            head = await connection.send(data)
+            yield FastResponse(connection, head)
+        finally:
+            self.pool.release(connection)  # closes it unless the response was read to its end
+
+    async def ping(self, url: str, headers: Mapping[str, str]) -> None:
+        head = request_head("GET", httpx.URL(url), {**headers, "accept": "*/*"}, 0)
+        try:
+            connection = await self.pool.acquire()
+        except ExchangeFailure as failure:
+            logger.debug("warm-up ping failed: %s", failure.text)
+            return
+        try:
+            response = await connection.send(head)
+            await connection.read_body(lambda data, now_ns: False)
+            logger.debug("warm-up ping: HTTP %s", response.status)
+        except ExchangeFailure as failure:
+            logger.debug("warm-up ping failed: %s", failure.text)
+        finally:
+            self.pool.release(connection)
+
+    async def aclose(self) -> None:
+        self.pool.close()

@@ -1,16 +1,20 @@
-"""A minimal HTTP/1.1 client transport for the streaming hot path (plain http:// only).
+"""HTTP/1.1 responses for the streaming hot path, parsed by httptools (llhttp).
 
 Why not httpx here: on one core, httpx + httpcore + anyio streams cost ~130 us of client
 CPU per streamed chunk (h11 events, an async generator and a task wake-up per read), so
 a 64-token stream at 100 req/s saturates the core and the schedule collapses; see
-docs/performance.md. This transport is an ``asyncio.Protocol``: each socket read is
-timestamped and handed *synchronously* to the request's body sink inside
-``data_received`` (no task wake-up per chunk); chunked framing is decoded incrementally,
-each byte looked at once. Users still see httpx (``make_client``, ``client=``); this
-layer is used only when the driver owns its client on asyncio with an http:// URL.
+docs/performance.md. This connection is an ``asyncio.Protocol``: each socket read is
+timestamped first thing in ``data_received`` and the body bytes parsed out of that read
+are handed *synchronously* to the request's sink with that instant, once per read (no
+task wake-up per chunk).
 
-Errors are raised as the httpx exceptions httpx would raise (``ConnectError``,
-``RemoteProtocolError``), so records read the same whichever path ran.
+Framing is llhttp's (uvicorn's parser), not ours: chunked and Content-Length bodies,
+interim 1xx responses (skipped: never taken as the final response), close-delimited
+bodies (HTTP/1.0 style, ended by EOF). Any parser error, a head over its limit, or an
+exception while reading fails the request as a ``protocol_error``; nothing raised here
+reaches the event loop. A connection carries one request at a time and is reused only
+after its response was read to the end with nothing after it: bytes nobody asked for
+(an excess body, a second response) close it, so the next request never reads them.
 """
 
 from __future__ import annotations
@@ -18,15 +22,24 @@ from __future__ import annotations
 import asyncio
 import select
 import time
-from collections.abc import Callable
+from typing import cast
 
-import httpx
+import httptools
 
-# A body sink takes (bytes, perf_counter_ns of the read) and returns True to abort.
-Sink = Callable[[bytes, int], bool]
+from pytest_latency.driver.encoding import BodyDecoder
+from pytest_latency.driver.limits import ResponseLimits, size_text
+from pytest_latency.driver.transport import (
+    ConnectionFailure,
+    ExchangeFailure,
+    ProtocolFailure,
+    Sink,
+    unreadable,
+)
 
-_HEAD, _SIZE, _DATA, _CRLF, _TRAILER, _LENGTH, _CLOSE, _DONE = range(8)
-MAX_HEAD_BYTES = 64 * 1024
+# _COMPLETE: the response ended but its body may still wait for the reader.
+_IDLE, _HEAD, _BODY, _COMPLETE = range(4)
+DISCONNECTED = "RemoteProtocolError: Server disconnected without sending a response."
+CUT_SHORT = "RemoteProtocolError: peer closed connection without sending complete message body"
 
 
 class ResponseHead:
@@ -36,41 +49,63 @@ class ResponseHead:
         self.status = status
         self.headers = headers  # names lower-cased, in order
 
-    def get(self, name: str, default: str = "") -> str:
-        return next((value for key, value in self.headers if key == name), default)
+    def header(self, name: str) -> str:
+        return next((value for key, value in self.headers if key == name), "")
 
-    def get_list(self, name: str) -> list[str]:
+    def header_list(self, name: str) -> list[str]:
         return [value for key, value in self.headers if key == name]
+
+
+class _Refusal(Exception):
+    """Raised inside a parser callback to stop parsing; ``failure`` None: excess bytes."""
+
+    def __init__(self, failure: ExchangeFailure | None) -> None:
+        super().__init__()
+        self.failure = failure
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()  # a failure nobody awaited (the reader was cancelled) is no error
 
 
 class H1Connection(asyncio.Protocol):
     """One keep-alive connection carrying one request at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, limits: ResponseLimits | None = None) -> None:
+        self.limits = limits if limits is not None else ResponseLimits()
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.reusable = True
         self.idle_since = 0.0
-        self._buffer = bytearray()
-        self._mode = _DONE
-        self._remaining = 0
+        self._state = _IDLE
+        self._parser: httptools.HttpResponseParser | None = None
         self._read_ns = 0
+        self._head_bytes = 0
+        self._interim = False
+        self._close_delimited = False
+        self._headers: list[tuple[str, str]] = []
+        self._decoder: BodyDecoder | None = None
+        self._pieces: list[bytes] = []  # body parsed out of the current read
+        self._backlog: list[tuple[int, bytes]] = []  # reads parsed before the reader came
         self._sink: Sink | None = None
         self._head: asyncio.Future[ResponseHead] | None = None
         self._end: asyncio.Future[None] | None = None
 
     # -- asyncio.Protocol -------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; not an isinstance check: uvloop's do not subclass asyncio's.
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
-        self._read_ns = time.perf_counter_ns()  # before any parsing
-        self._buffer += data
-        if self._mode == _HEAD:
-            self._parse_head()
-        elif self._sink is not None and self._mode != _DONE:
-            self._parse_body()
+        self._read_ns = time.perf_counter_ns()  # before any parsing: TTFT/ITL come from this
+        if self._state in (_IDLE, _COMPLETE):
+            self._drop()  # bytes after the response: the next request must never read them
+            return
+        try:
+            self._receive(data)
+        except Exception as exc:  # containment: nothing raised here may reach the loop
+            self._fail(unreadable(exc))
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost decides what it meant
@@ -78,54 +113,74 @@ class H1Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.reusable = False
-        if self._mode == _CLOSE and self._sink is not None:
-            self._mode = _DONE
-            self._resolve_end(None)
-        elif self._mode == _HEAD:
-            error = httpx.RemoteProtocolError("Server disconnected without sending a response.")
-            self._fail(error)
-        elif self._mode != _DONE:
-            self._fail(
-                httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body"
-                )
-            )
+        state = self._state
+        try:
+            if state == _BODY and self._close_delimited and exc is None:
+                self._complete()  # a close-delimited body ends at EOF
+                self._deliver()
+            elif state == _HEAD:
+                self._fail(ConnectionFailure(DISCONNECTED))
+            elif state == _BODY:
+                text = CUT_SHORT if exc is None else f"ReadError: {exc}"
+                self._fail(ConnectionFailure(text))
+        except Exception as exc:  # the decoder's tail, or the sink
+            self._fail(unreadable(exc))
 
     # -- requests ---------------------------------------------------------------------
     def send(self, data: bytes) -> asyncio.Future[ResponseHead]:
-        """Write a whole request; the future resolves with the response head."""
-        assert self.transport is not None and self._mode == _DONE
+        """Write a whole request; the future resolves with the final response head."""
+        assert self.transport is not None and self._state == _IDLE
         loop = asyncio.get_running_loop()
         self._head = loop.create_future()
         self._end = loop.create_future()
+        self._end.add_done_callback(_retrieve)
+        self._parser = httptools.HttpResponseParser(self)
+        self._head_bytes = 0
+        self._interim = self._close_delimited = False
+        self._headers = []
+        self._decoder = None
         self._sink = None
-        self._mode = _HEAD
+        self._state = _HEAD
         self.transport.write(data)
         return self._head
 
     async def read_body(self, sink: Sink) -> None:
-        """Feed the body to ``sink`` read by read; return when it ended or was aborted."""
+        """Feed the body to ``sink`` read by read; return when it ended or was stopped."""
         assert self._end is not None
         self._sink = sink
-        if self._buffer and self._mode != _DONE:
-            self._parse_body()  # bytes that came with the head
+        backlog, self._backlog = self._backlog, []
+        try:
+            for read_ns, data in backlog:  # bytes that came with (or soon after) the head
+                if sink(data, read_ns):
+                    self._stop()
+                    break
+            if self._state == _COMPLETE:
+                self._state = _IDLE
+                self._resolve_end()
+        except Exception as exc:  # containment, as in data_received
+            self._fail(unreadable(exc))
         await self._end
+
+    @property
+    def idle(self) -> bool:
+        """No response in flight: the last one was read to its end (or none was sent)."""
+        return self._state == _IDLE
 
     def close(self) -> None:
         self.reusable = False
         if self.transport is not None and not self.closed:
             self.transport.close()
 
-    @property
-    def idle(self) -> bool:
-        """No response in flight: the last one was read to its end (or none was sent)."""
-        return self._mode == _DONE
+    def abort(self) -> None:
+        self.reusable = False
+        if self.transport is not None and not self.closed:
+            self.transport.abort()
 
     def peer_closed(self) -> bool:
         """An idle connection the server already closed (its FIN is in the kernel but the
-        loop has not seen it yet). Servers that close after a response without saying
-        ``Connection: close`` (llama.cpp's overflow threads) race the next send; httpcore
-        makes the same check before reusing a connection."""
+        loop has not seen it yet), or one with unread bytes. Servers that close after a
+        response without saying ``Connection: close`` (llama.cpp's overflow threads) race
+        the next send; httpcore makes the same check before reusing a connection."""
         sock = self.transport.get_extra_info("socket") if self.transport is not None else None
         if sock is None:
             return True
@@ -133,163 +188,132 @@ class H1Connection(asyncio.Protocol):
         # descriptors past FD_SETSIZE (1024).
         poller = select.poll()
         poller.register(sock.fileno(), select.POLLIN)
-        return bool(poller.poll(0))  # an idle HTTP/1.1 connection has nothing but EOF to read
+        return bool(poller.poll(0))  # an idle HTTP/1.1 connection has nothing to read
 
-    def abort(self) -> None:
+    # -- parsing ----------------------------------------------------------------------
+    def _receive(self, data: bytes) -> None:
+        assert self._parser is not None
+        if self._state == _HEAD:
+            self._head_bytes += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(ProtocolFailure("malformed HTTP response: unexpected protocol upgrade"))
+            return
+        except httptools.HttpParserError as exc:
+            if not self._parse_error(exc):
+                return
+        if self._state == _HEAD and self._head_bytes > self.limits.max_head_bytes:
+            limit = size_text(self.limits.max_head_bytes)
+            self._fail(ProtocolFailure(f"response head over {limit}"))
+            return
+        self._deliver()
+
+    def _parse_error(self, exc: httptools.HttpParserError) -> bool:
+        """Handle a parser error; True when the response is complete and still delivered."""
+        refusal = exc.__context__
+        if isinstance(refusal, _Refusal) and refusal.failure is not None:
+            self._fail(refusal.failure)
+            return False
+        if self._state != _COMPLETE:
+            self._fail(ProtocolFailure(f"malformed HTTP response: {exc or type(exc).__name__}"))
+            return False
+        self._drop()  # the response ended; what followed it is not ours to read
+        return True
+
+    def _deliver(self) -> None:
+        pieces = self._pieces
+        if pieces:
+            data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            pieces.clear()
+            if self._sink is None:
+                self._backlog.append((self._read_ns, data))
+            elif self._sink(data, self._read_ns):
+                self._stop()
+                return
+        if self._state == _COMPLETE and self._sink is not None:
+            self._state = _IDLE
+            self._resolve_end()
+
+    # -- llhttp callbacks (names are httptools' protocol) -----------------------------
+    def on_message_begin(self) -> None:
+        if self._state == _COMPLETE:
+            raise _Refusal(None)  # a second response in the same read
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name.decode("latin-1").lower(), value.decode("latin-1")))
+
+    def on_headers_complete(self) -> None:
+        assert self._parser is not None
+        status = self._parser.get_status_code()
+        if 100 <= status < 200:  # interim (100 Continue, 103 Early Hints): not the answer
+            self._interim = True
+            self._headers = []
+            return
+        head = ResponseHead(status, self._headers)
+        chunked = "chunked" in head.header("transfer-encoding").lower()
+        if not chunked and not head.header("content-length") and status not in (204, 304):
+            self._close_delimited = True
+        if self._close_delimited or not self._parser.should_keep_alive():
+            self.reusable = False
+        self._decoder = BodyDecoder.for_header(
+            head.header("content-encoding"), self.limits.max_body_bytes
+        )
+        self._state = _BODY
+        if self._head is not None and not self._head.done():
+            self._head.set_result(head)
+
+    def on_body(self, body: bytes) -> None:
+        if self._decoder is not None:
+            try:
+                body = self._decoder.decode(body)
+            except ProtocolFailure as failure:
+                raise _Refusal(failure) from None
+        self._pieces.append(body)
+
+    def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
+        assert self._parser is not None
+        if not self._parser.should_keep_alive():
+            self.reusable = False
+        try:
+            self._complete()
+        except ProtocolFailure as failure:
+            raise _Refusal(failure) from None
+
+    # -- endings ----------------------------------------------------------------------
+    def _complete(self) -> None:
+        if self._decoder is not None:
+            tail = self._decoder.flush()
+            if tail:
+                self._pieces.append(tail)
+        self._state = _COMPLETE
+
+    def _drop(self) -> None:
         self.reusable = False
         if self.transport is not None and not self.closed:
             self.transport.abort()
 
-    # -- parsing ----------------------------------------------------------------------
-    def _parse_head(self) -> None:
-        end = self._buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self._buffer) > MAX_HEAD_BYTES:
-                self._fail(httpx.RemoteProtocolError("response head too large"))
-            return
-        lines = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
-        del self._buffer[: end + 4]
-        try:
-            status = int(lines[0].split(" ", 2)[1])
-        except (IndexError, ValueError):
-            self._fail(httpx.RemoteProtocolError("malformed response status line"))
-            return
-        headers = []
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers.append((name.strip().lower(), value.strip()))
-        head = ResponseHead(status, headers)
-        self._framing(head)
+    def _stop(self) -> None:
+        """The reader has what it needs: the rest of the body is not read."""
+        self._state = _IDLE
+        self._drop()
+        self._resolve_end()
+
+    def _resolve_end(self) -> None:
+        if self._end is not None and not self._end.done():
+            self._end.set_result(None)
+
+    def _fail(self, failure: ExchangeFailure) -> None:
+        self._state = _IDLE
+        self._pieces.clear()
+        self._backlog.clear()
+        self._drop()
         if self._head is not None and not self._head.done():
-            self._head.set_result(head)
-
-    def _framing(self, head: ResponseHead) -> None:
-        if "close" in head.get("connection").lower():
-            self.reusable = False
-        if "chunked" in head.get("transfer-encoding").lower():
-            self._mode = _SIZE
-        elif head.get("content-length"):
-            self._mode, self._remaining = _LENGTH, int(head.get("content-length"))
-        elif head.status in (204, 304) or 100 <= head.status < 200:
-            self._mode, self._remaining = _LENGTH, 0
-        else:
-            self._mode, self.reusable = _CLOSE, False
-        if self._mode == _LENGTH and self._remaining == 0:
-            self._mode = _DONE
-            self._resolve_end(None)
-
-    def _parse_body(self) -> None:
-        try:
-            position = self._walk(self._buffer, 0)
-        except ValueError:
-            self._fail(httpx.RemoteProtocolError("malformed chunked encoding"))
-            return
-        del self._buffer[:position]
-
-    def _walk(self, buffer: bytearray, position: int) -> int:
-        size = len(buffer)
-        while position < size and self._mode != _DONE:
-            mode = self._mode
-            if mode == _SIZE:
-                line_end = buffer.find(b"\r\n", position)
-                if line_end < 0:
-                    break
-                self._remaining = int(bytes(buffer[position:line_end]).split(b";")[0], 16)
-                position = line_end + 2
-                self._mode = _DATA if self._remaining else _TRAILER
-            elif mode in (_DATA, _LENGTH, _CLOSE):
-                take = size - position if mode == _CLOSE else min(size - position, self._remaining)
-                piece = bytes(buffer[position : position + take])
-                position += take
-                self._remaining -= take
-                if self._deliver(piece):
-                    return size
-                if self._remaining == 0 and mode != _CLOSE:
-                    self._mode = _CRLF if mode == _DATA else _DONE
-            elif mode == _CRLF:
-                if size - position < 2:
-                    break
-                position += 2
-                self._mode = _SIZE
-            else:  # trailers, up to the empty line
-                line_end = buffer.find(b"\r\n", position)
-                if line_end < 0:
-                    break
-                self._mode = _DONE if line_end == position else _TRAILER
-                position = line_end + 2
-        if self._mode == _DONE:
-            self._resolve_end(None)
-        return position
-
-    def _deliver(self, piece: bytes) -> bool:
-        assert self._sink is not None
-        if self._sink(piece, self._read_ns):
-            self._mode = _DONE  # the reader has what it needs; the rest is not read
-            self.abort()
-            self._resolve_end(None)
-            return True
-        return False
-
-    def _resolve_end(self, error: Exception | None) -> None:
-        end = self._end
-        if end is not None and not end.done():
-            if error is None:
-                end.set_result(None)
-            else:
-                end.set_exception(error)
-
-    def _fail(self, error: Exception) -> None:
-        self._mode = _DONE
-        self.abort()
-        if self._head is not None and not self._head.done():
-            self._head.set_exception(error)
+            self._head.set_exception(failure)
             if self._end is not None and not self._end.done():
                 self._end.cancel()  # nobody will wait for a body that never started
-        else:
-            self._resolve_end(error)
-
-
-class H1Pool:
-    """Idle keep-alive connections to one host, most recently used first; uncapped."""
-
-    def __init__(self, host: str, port: int, keepalive_expiry_s: float) -> None:
-        self.host = host
-        self.port = port
-        self.keepalive_expiry_s = keepalive_expiry_s
-        self.opened = 0
-        self._idle: list[H1Connection] = []
-        self._all: set[H1Connection] = set()
-
-    async def acquire(self) -> H1Connection:
-        now = time.monotonic()
-        while self._idle:
-            connection = self._idle.pop()
-            fresh = now - connection.idle_since < self.keepalive_expiry_s
-            if fresh and not connection.closed and not connection.peer_closed():
-                return connection
-            connection.close()
-        loop = asyncio.get_running_loop()
-        try:
-            _, connection = await loop.create_connection(H1Connection, self.host, self.port)
-        except OSError as exc:
-            raise httpx.ConnectError(str(exc)) from exc
-        self.opened += 1
-        self._all.add(connection)
-        return connection
-
-    def release(self, connection: H1Connection) -> None:
-        # Only a connection whose response was read to its end can carry another one: a
-        # caller cancelled mid-body (a timed-out warm-up ping) must not hand back a
-        # connection that would deliver the old body to the next request.
-        if connection.reusable and not connection.closed and connection.idle:
-            connection.idle_since = time.monotonic()
-            self._idle.append(connection)
-        else:
-            connection.abort()
-            self._all.discard(connection)
-
-    def close(self) -> None:
-        for connection in self._all:
-            connection.abort()
-        self._all.clear()
-        self._idle.clear()
+        elif self._end is not None and not self._end.done():
+            self._end.set_exception(failure)

@@ -10,9 +10,11 @@ Status rules (exactly one per offered request):
 - ``timeout``: no complete response by ``intended + workload.timeout_s``.
 - ``connection_error``: the transport failed: connect refused or reset, the peer closed
   before or during the response (including a chunked body cut short), TLS failures.
-- ``protocol_error``: the bytes arrived but are not a valid stream: malformed JSON in a
-  data line, a chunk of the wrong shape, or a clean EOF with neither ``[DONE]`` nor a
-  ``finish_reason`` ("stream ended without [DONE]").
+- ``protocol_error``: the bytes arrived but are not a valid response or stream: HTTP
+  framing the parser rejects, a head, line or body over its limit
+  (:class:`.limits.ResponseLimits`), a Content-Encoding the client cannot decode,
+  malformed JSON in a data line, a chunk of the wrong shape, or a clean EOF with neither
+  ``[DONE]`` nor a ``finish_reason`` ("stream ended without [DONE]").
 - ``cancelled``: the run was cancelled before the request finished (the default of
   every record until one of the above is decided).
 
@@ -23,59 +25,57 @@ client reads the rest of the body.
 ``end_s`` is set when the body ended by itself (EOF or ``[DONE]``, or a payload that
 made the client stop); timeouts and transport failures keep only the instants reached.
 
-Instants: ``sent_s`` is when httpcore starts writing the request headers (its ``trace``
-extension), or the hand-off to httpx when the request never got that far (connect
-refused). Chunk instants are taken once per socket read, before any parsing: chunks
-that arrive in one read share an instant (an ITL gap of 0 is what the client saw).
+Instants: ``sent_s`` is when the transport writes the request (httpcore's "headers
+written" trace, or the hot path's hand-off to the socket), or the hand-off to the
+transport when the request never got that far (connect refused). Chunk instants are
+taken once per socket read, before any parsing: chunks that arrive in one read share an
+instant (an ITL gap of 0 is what the client saw).
+
+Containment: nothing raised while reading or decoding one response leaves that request;
+an unexpected exception is recorded as a ``protocol_error`` naming it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
-import httpx
 import numpy as np
 
-from pytest_latency.driver import fast
-from pytest_latency.driver.errors import exception_text, http_error_text
-from pytest_latency.driver.h1 import H1Pool
+from pytest_latency.driver.encoding import encoding_problem
+from pytest_latency.driver.errors import http_error_text, safe_text
+from pytest_latency.driver.limits import REJECTED_STATUSES, ResponseLimits, check_deadline
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
-from pytest_latency.driver.sse import SSEDecoder, StreamError, StreamState
+from pytest_latency.driver.sinks import ErrorSink, StreamSink
+from pytest_latency.driver.sse import StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
+from pytest_latency.driver.transport import ExchangeFailure, Response, Transport, unreadable
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import PlannedRequest
-
-MAX_ERROR_BODY_BYTES = 4096
-REJECTED_STATUSES = frozenset({429, 503})
-_HEADERS_WRITTEN = "send_request_headers.started"
 
 
 @dataclass(slots=True)
 class Sender:
     """Everything requests of one run share; ``t0_ns`` is time zero (perf_counter ns)."""
 
-    client: httpx.AsyncClient
-    url: str
+    transport: Transport
     headers: Mapping[str, str]
     model: str
     chat: bool
     extra_body: Mapping[str, object]
     timeout_s: float
     spans: ClientSpans
-    pool: H1Pool | None = None  # the hot-path transport; None: every request through httpx
+    limits: ResponseLimits = field(default_factory=ResponseLimits)
     t0_ns: int = 0
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
 
-    parsed_url: httpx.URL = field(init=False)
-
     def __post_init__(self) -> None:
-        self.parsed_url = httpx.URL(self.url)
+        check_deadline(self.timeout_s)
 
     def body(self, request: PlannedRequest) -> bytes:
         body: dict[str, object] = {"model": self.model}
@@ -102,10 +102,7 @@ class Sender:
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-                if self.pool is not None:
-                    await fast.exchange(self, self.pool, record, content, headers, request.prompt)
-                else:
-                    await self._exchange(record, content, headers, request.prompt)
+                await self._exchange(record, content, headers, request.prompt)
         finally:
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.
@@ -122,59 +119,41 @@ class Sender:
     async def _exchange(
         self, record: RequestRecord, content: bytes, headers: Mapping[str, str], prompt: str
     ) -> None:
-        t0 = self.t0_ns
-        clock = time.perf_counter_ns
+        t0, clock = self.t0_ns, time.perf_counter_ns
 
-        async def trace(name: str, info: Mapping[str, Any]) -> None:
-            if name.endswith(_HEADERS_WRITTEN):
-                record.sent_s = (clock() - t0) / 1e9
+        def on_sent() -> None:
+            record.sent_s = (clock() - t0) / 1e9
 
-        record.sent_s = (clock() - t0) / 1e9  # hand-off; refined when headers are written
+        on_sent()  # the hand-off; refined when the transport writes the request
         try:
-            async with self.client.stream(
-                "POST", self.url, content=content, headers=headers, extensions={"trace": trace}
-            ) as response:
-                record.http_status = response.status_code
-                timing = response.headers.get_list("server-timing")
+            async with self.transport.open(content, headers, on_sent) as response:
+                record.http_status = response.status
+                timing = response.header_list("server-timing")
                 if timing:
                     record.server_timing = ", ".join(timing)
-                if 200 <= response.status_code < 300:
+                if 200 <= response.status < 300:
                     await self._read_stream(response, record, prompt)
                 else:
                     await self._read_error(response, record, prompt)
-        except httpx.TransportError as exc:
-            decide(record, Status.CONNECTION_ERROR, exception_text(exc))
-        except httpx.HTTPError as exc:  # e.g. a body that fails content decoding
-            decide(record, Status.PROTOCOL_ERROR, exception_text(exc))
+        except ExchangeFailure as failure:  # texts may quote the server's bytes: made safe
+            decide(record, failure.status, safe_text(failure.text, prompt))
+        except Exception as exc:  # containment: one response never breaks the run
+            decide(record, Status.PROTOCOL_ERROR, safe_text(unreadable(exc).text, prompt))
 
-    async def _read_stream(
-        self, response: httpx.Response, record: RequestRecord, prompt: str
-    ) -> None:
-        gaps: list[float] = []
-        record.itl_s = gaps
-        state = StreamState(gaps)
-        decoder = SSEDecoder()
-        clock = time.perf_counter_ns
-        received_ns = clock()  # an empty body ends when its headers arrived
+    async def _read_stream(self, response: Response, record: RequestRecord, prompt: str) -> None:
+        problem = encoding_problem(response.header("content-encoding"))
+        if problem is not None:
+            decide(record, Status.PROTOCOL_ERROR, problem)
+            return
+        sink = StreamSink(record, self.t0_ns, time.perf_counter_ns(), self.limits)
         ended = False
-        error: StreamError | None = None
         try:
-            async for raw in response.aiter_bytes():
-                received_ns = clock()
-                for data in decoder.feed(raw):
-                    state.feed(data, received_ns)
-                if state.done and record.status is UNDECIDED:
-                    record.status = Status.OK  # keep reading to EOF so the connection is reused
-                    record.end_s = (received_ns - self.t0_ns) / 1e9
-            for data in decoder.flush():
-                state.feed(data, received_ns)
+            await response.read_body(sink)
+            sink.flush()
             ended = True
-        except StreamError as exc:
-            ended, error = True, exc
         finally:
-            self.keep_timeline(record, state, received_ns if ended else None)
-        content_type = response.headers.get("content-type", "")
-        decide_stream_end(record, state, error, content_type, prompt)
+            self.keep_timeline(record, sink.state, sink.received_ns if ended else None)
+        decide_stream_end(record, sink.state, sink.error, response.header("content-type"), prompt)
 
     def keep_timeline(self, record: RequestRecord, state: StreamState, end_ns: int | None) -> None:
         t0 = self.t0_ns
@@ -189,19 +168,12 @@ class Sender:
         else:
             record.output_tokens, record.output_tokens_source = state.chunks, "chunks"
 
-    async def _read_error(
-        self, response: httpx.Response, record: RequestRecord, prompt: str
-    ) -> None:
-        code = response.status_code
+    async def _read_error(self, response: Response, record: RequestRecord, prompt: str) -> None:
+        code = response.status
         record.status = Status.REJECTED if code in REJECTED_STATUSES else Status.HTTP_ERROR
         record.error = f"HTTP {code}"
-        body = bytearray()
-        try:
-            async for raw in response.aiter_bytes():
-                body += raw
-                if len(body) >= MAX_ERROR_BODY_BYTES:
-                    break
-        except httpx.HTTPError:
-            pass  # the status already says what happened
+        sink = ErrorSink()
+        with contextlib.suppress(ExchangeFailure):  # the status already says what happened
+            await response.read_body(sink)
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
-        record.error = http_error_text(code, bytes(body[:MAX_ERROR_BODY_BYTES]), prompt)
+        record.error = http_error_text(code, bytes(sink.body), prompt)

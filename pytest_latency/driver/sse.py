@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_latency.driver.limits import size_text
+
 _BOM = b"\xef\xbb\xbf"
 _COLON = 0x3A
 DONE = b"[DONE]"
@@ -28,10 +30,12 @@ DONE = b"[DONE]"
 class SSEDecoder:
     """Feed raw bytes, get back the payloads of the events those bytes completed."""
 
-    __slots__ = ("_cr_pending", "_data", "_pieces", "_started")
+    __slots__ = ("_cr_pending", "_data", "_max_line", "_pending", "_pieces", "_started")
 
-    def __init__(self) -> None:
+    def __init__(self, max_line_bytes: int = 1024 * 1024) -> None:
+        self._max_line = max_line_bytes  # a line (or an event's data) longer is malformed
         self._pieces: list[bytes] = []  # the unfinished last line, as received
+        self._pending = 0  # bytes in _pieces
         self._data: bytes | None = None  # payload of the event being built
         self._cr_pending = False  # previous chunk ended in \r: a leading \n is its pair
         self._started = False
@@ -52,19 +56,29 @@ class SSEDecoder:
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         lines = chunk.split(b"\n")
         if len(lines) == 1:
-            self._pieces.append(chunk)
+            self._keep(chunk)
             return []
         if self._pieces:
             self._pieces.append(lines[0])
             lines[0] = b"".join(self._pieces)
             self._pieces.clear()
+            self._pending = 0
         tail = lines.pop()
         if tail:
-            self._pieces.append(tail)
+            self._keep(tail)
         events: list[bytes] = []
         for line in lines:
             self._line(line, events)
         return events
+
+    def _keep(self, piece: bytes) -> None:
+        """Hold an unfinished line; one that never ends must not grow without bound."""
+        self._pending += len(piece)
+        if self._pending > self._max_line:
+            self._pieces.clear()
+            self._pending = 0
+            raise LineTooLong(f"SSE line over {size_text(self._max_line)} without a newline")
+        self._pieces.append(piece)
 
     def flush(self) -> list[bytes]:
         """End of stream: the payloads still pending (lenient, see the module doc)."""
@@ -72,10 +86,13 @@ class SSEDecoder:
         if self._pieces:
             self._line(b"".join(self._pieces), events)
             self._pieces.clear()
+            self._pending = 0
         self._line(b"", events)
         return events
 
     def _line(self, line: bytes, events: list[bytes]) -> None:
+        if len(line) > self._max_line:
+            raise LineTooLong(f"SSE line over {size_text(self._max_line)}")
         if not line:
             if self._data is not None:
                 events.append(self._data)
@@ -85,7 +102,12 @@ class SSEDecoder:
             if name == b"data":
                 if value[:1] == b" ":
                     value = value[1:]
-                self._data = value if self._data is None else self._data + b"\n" + value
+                if self._data is None:
+                    self._data = value
+                elif len(self._data) + len(value) >= self._max_line:
+                    raise LineTooLong(f"SSE event data over {size_text(self._max_line)}")
+                else:
+                    self._data = self._data + b"\n" + value
 
 
 class StreamError(Exception):
@@ -94,6 +116,10 @@ class StreamError(Exception):
 
 class MalformedStream(StreamError):
     """Bytes that are not what the protocol allows: bad JSON, wrong chunk shape."""
+
+
+class LineTooLong(MalformedStream):
+    """An SSE line (or one event's data) over the configured bound."""
 
 
 class ErrorEvent(StreamError):
@@ -139,6 +165,8 @@ class StreamState:
             chunk = json.loads(data)
         except ValueError:
             raise MalformedStream("malformed JSON in a data line") from None
+        except RecursionError:  # json recurses per nesting level; this must stay contained
+            raise MalformedStream("malformed JSON in a data line (nested too deeply)") from None
         try:
             self._chunk(chunk, now_ns)
         except (AttributeError, TypeError):

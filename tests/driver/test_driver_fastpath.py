@@ -137,15 +137,16 @@ def test_chunked_framing_split_anywhere(piece: int) -> None:
             body.extend(data)
             return False
 
+        reader: asyncio.Task[None] | None = None
         for start in range(0, len(RESPONSE), piece):
             connection.data_received(RESPONSE[start : start + piece])
-            if head_future.done() and connection._sink is None:
-                asyncio.get_running_loop().create_task(connection.read_body(sink))
+            if head_future.done() and reader is None:
+                reader = asyncio.get_running_loop().create_task(connection.read_body(sink))
                 await asyncio.sleep(0)
         head = await head_future
-        assert connection._end is not None
-        await asyncio.wait_for(connection._end, 1.0)
-        return head.status, head.get("server-timing"), bytes(body), connection.reusable
+        assert reader is not None
+        await asyncio.wait_for(reader, 1.0)
+        return head.status, head.header("server-timing"), bytes(body), connection.reusable
 
     status, timing, body, reusable = asyncio.run(main())
     assert (status, timing, body, reusable) == (200, "queue;dur=3", b"hello world", True)
@@ -156,7 +157,7 @@ def test_a_connection_the_server_closed_silently_is_not_reused() -> None:
     ``Connection: close``; reusing it before the loop notices the FIN would lose the next
     request ("Server disconnected without sending a response"). Blocking the loop after
     the first response makes that window certain: only the pool's check can catch it."""
-    from pytest_latency.driver.h1 import H1Pool
+    from pytest_latency.driver.fast import H1Pool
 
     async def answer_once_then_close(
         reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -192,7 +193,7 @@ def test_a_connection_the_server_closed_silently_is_not_reused() -> None:
 def test_a_connection_released_mid_body_is_never_reused() -> None:
     """A warm-up ping cut off by its time bound hands its connection back mid-body; the
     next request on it would read the old body (and did trip the framing state)."""
-    from pytest_latency.driver.h1 import H1Pool
+    from pytest_latency.driver.fast import H1Pool
 
     async def stall_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
@@ -251,3 +252,15 @@ def test_the_reuse_check_works_past_fd_setsize() -> None:
     finally:
         high.close()
         left.close()
+
+
+def test_the_hot_path_runs_on_uvloop(server: ScriptedServer) -> None:
+    """uvloop's transports are not asyncio.Transport subclasses; the connection must not care."""
+    pytest.importorskip("uvloop")
+    import anyio
+
+    server.route("stream", STREAM)
+    run = Run(plan_at([0.0, 0.01]), Target(server.url, "stream"))
+    anyio.run(run.drive, backend_options={"use_uvloop": True})
+    assert [record.status for record in run.records] == [Status.OK, Status.OK]
+    assert all(record.output_tokens == 20 for record in run.records)

@@ -20,6 +20,7 @@ from scripted_server import (
 )
 
 from pytest_latency.driver import RequestRecord, Status, Target, make_client, run_plan
+from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
 
@@ -149,8 +150,7 @@ def test_deadline_counts_from_the_planned_send_time(server: ScriptedServer) -> N
     async def main() -> float:
         async with make_client() as client:
             sender = Sender(
-                client,
-                Target(server.url, "no-answer").url,
+                HttpxTransport(client, Target(server.url, "no-answer").url, owns_client=False),
                 {},
                 "no-answer",
                 True,

@@ -1,0 +1,31 @@
+"""The long version of tests/test_correlated_verdicts.py: every rate, more replicates.
+
+    python benchmarks/sim_verdicts.py [REPLICATES]   # default 2000; ~10 min on one core
+
+Prints the false-fail, false-pass and power rates that docs/statistics.md quotes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+SIMULATIONS = Path(__file__).resolve().parent.parent / "tests" / "test_correlated_verdicts.py"
+
+
+def main() -> None:
+    replicates = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    spec = importlib.util.spec_from_file_location("correlated_verdicts", SIMULATIONS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    started = time.perf_counter()
+    for name, rate in module.measured_rates(replicates).items():
+        print(f"{rate:7.1%}  {name}")
+    print(f"({replicates} replicates each, {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The driver's entry points: :func:`drive` (async) and :func:`run_plan` (sync, workers).
+
+Kept apart from :mod:`.client` (one run in this process) and :mod:`.workers` (a run split
+across processes, built on :mod:`.client`), so neither imports the other's caller.
+"""
+
+from __future__ import annotations
+
+import anyio
+import httpx
+
+from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.driver.workers import run_workers
+from pytest_latency.workload.plan import Plan
+
+
+async def drive(
+    plan: Plan,
+    target: Target,
+    *,
+    client: httpx.AsyncClient | None = None,
+    spans: ClientSpans | None = None,
+) -> DriveResult:
+    """Offer ``plan`` to ``target`` open loop; one record per planned request.
+
+    A caller's ``client`` is used as it is (and not closed); by default the driver makes
+    its own (:func:`.client.make_client`) or uses the hot path. Cancelling the run
+    re-raises after every unfinished record was marked ``cancelled``; use
+    :class:`.client.Run` to keep the records then.
+    """
+    return await Run(plan, target, spans).drive(client)
+
+
+def run_plan(
+    plan: Plan, target: Target, spans: ClientSpans | None = None, *, workers: int = 1
+) -> DriveResult:
+    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
+
+    ``spans`` carries the client spans (and their exporter); by default spans are made
+    for trace context only and not exported. ``workers > 1`` splits the plan across that
+    many processes (:mod:`.workers`); their spans carry trace context but are not exported.
+    """
+    if workers > 1:
+        return run_workers(plan, target, workers)
+    run = Run(plan, target, spans)
+    try:
+        anyio.run(run.drive)
+    except KeyboardInterrupt as exc:
+        raise RunInterrupted(run.result()) from exc
+    return run.result()

@@ -1,0 +1,107 @@
+"""The httpx transport: https, trio, and a caller's own ``httpx.AsyncClient``.
+
+httpx errors become :class:`.transport.ExchangeFailure` here, once: a connection that
+failed or closed before the response was complete is a ``connection_error``; any other
+protocol error (h11's framing checks, a body that fails content decoding) is a
+``protocol_error``, as on the hot path. Chunk instants are taken when ``aiter_bytes``
+hands over a read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from pytest_latency.driver.errors import exception_text
+from pytest_latency.driver.transport import (
+    ConnectionFailure,
+    ExchangeFailure,
+    ProtocolFailure,
+    Sink,
+)
+
+logger = logging.getLogger("pytest_latency.driver")
+_HEADERS_WRITTEN = "send_request_headers.started"
+# h11/httpcore texts of a connection closed before the response was complete.
+_CLOSED_EARLY = ("peer closed connection", "Server disconnected")
+
+
+def failure_from_httpx(exc: httpx.HTTPError) -> ExchangeFailure:
+    """The record's status and text for an httpx error."""
+    text = exception_text(exc)
+    if isinstance(exc, httpx.RemoteProtocolError) and not str(exc).startswith(_CLOSED_EARLY):
+        return ProtocolFailure(f"malformed HTTP response: {text}")
+    if isinstance(exc, httpx.TransportError):
+        return ConnectionFailure(text)
+    return ProtocolFailure(text)  # e.g. DecodingError
+
+
+class HttpxResponse:
+    """An httpx streaming response as a :class:`.transport.Response`."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    @property
+    def status(self) -> int:
+        return self._response.status_code
+
+    def header(self, name: str) -> str:
+        value: str = self._response.headers.get(name, "")
+        return value
+
+    def header_list(self, name: str) -> list[str]:
+        return self._response.headers.get_list(name)
+
+    async def read_body(self, sink: Sink) -> None:
+        clock = time.perf_counter_ns
+        try:
+            async for raw in self._response.aiter_bytes():
+                if sink(raw, clock()):
+                    return
+        except httpx.HTTPError as exc:
+            raise failure_from_httpx(exc) from exc
+
+
+class HttpxTransport:
+    """POSTs to one URL through ``client``; closes the client only if it owns it."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, *, owns_client: bool) -> None:
+        self.client = client
+        self.url = url
+        self.owns_client = owns_client
+
+    @asynccontextmanager
+    async def open(
+        self, content: bytes, headers: Mapping[str, str], on_sent: Callable[[], None]
+    ) -> AsyncIterator[HttpxResponse]:
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            if name.endswith(_HEADERS_WRITTEN):
+                on_sent()
+
+        stream = self.client.stream(
+            "POST", self.url, content=content, headers=headers, extensions={"trace": trace}
+        )
+        try:
+            async with stream as response:
+                yield HttpxResponse(response)
+        except httpx.HTTPError as exc:
+            raise failure_from_httpx(exc) from exc
+
+    async def ping(self, url: str, headers: Mapping[str, str]) -> None:
+        try:
+            response = await self.client.get(url, headers=dict(headers))
+            logger.debug("warm-up ping: HTTP %s", response.status_code)
+        except httpx.HTTPError as exc:
+            logger.debug("warm-up ping failed: %s", type(exc).__name__)
+
+    async def aclose(self) -> None:
+        if self.owns_client:
+            await self.client.aclose()
