@@ -257,7 +257,7 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
 
 
 def _parse_objective(
-    context: _Context, value: Any, line: int, key: str, phases: set[str]
+    context: _Context, value: Any, line: int, key: str, phases: set[str] | None
 ) -> Objective:
     node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
     if "metric" not in node:
@@ -271,7 +271,7 @@ def _parse_objective(
 
     limit = optional("max", parse_fraction if metric == "error_rate" else parse_duration)
     phase = optional("phase", _text)
-    if phase is not None and phase not in phases:
+    if phase is not None and phases is not None and phase not in phases:
         raise context.fail(
             node.key_lines["phase"],
             f"{key}.phase",
@@ -294,7 +294,7 @@ def _parse_objective(
 
 
 def _parse_objectives(
-    context: _Context, value: Any, line: int, phases: set[str]
+    context: _Context, value: Any, line: int, phases: set[str] | None
 ) -> tuple[Objective, ...]:
     if not isinstance(value, _List):
         raise context.fail(line, "objectives", "expected a list of objectives")
@@ -336,18 +336,53 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-def load_slo_file(path: Path) -> SloSpec:
-    """Parse and validate one spec file; SpecFileError names file, line and key."""
-    context = _Context(path)
+_TOP_KEYS = ("server", "workload", "objectives", "description")
+
+
+def _load_top(context: _Context) -> _Map:
+    """The file's top-level mapping; SpecFileError for unreadable files and bad YAML."""
+    path = context.path
     try:
-        document = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # SafeLoader
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise context.fail(1, "(file)", "no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise context.fail(1, "(file)", f"cannot read ({error})") from None
+    try:
+        document = yaml.load(text, Loader=_Loader)  # a SafeLoader
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         line = mark.line + 1 if mark is not None else 1
         raise context.fail(line, "(yaml)", str(error.problem or error)) from None
     except yaml.YAMLError as error:
         raise context.fail(1, "(yaml)", str(error)) from None
-    top = context.mapping(document, 1, "", ("server", "workload", "objectives", "description"))
+    return context.mapping(document, 1, "", _TOP_KEYS)
+
+
+def load_objectives(path: Path) -> tuple[Objective, ...]:
+    """The ``objectives:`` list of a file: a whole ``*.slo.yaml`` or just that list.
+
+    With a workload in the file, phase names are checked against its phases; without
+    one, the caller checks them against the runs it judges. SpecFileError names file,
+    line and key; a file without objectives is an error too.
+    """
+    context = _Context(path)
+    top = _load_top(context)
+    if not top.get("objectives"):
+        raise context.fail(
+            top.key_lines.get("objectives", top.line), "objectives", "expected a non-empty list"
+        )
+    phases = None
+    if "workload" in top:
+        workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+        phases = {phase.name for phase in workload.phases}
+    return _parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
+
+
+def load_slo_file(path: Path) -> SloSpec:
+    """Parse and validate one spec file; SpecFileError names file, line and key."""
+    context = _Context(path)
+    top = _load_top(context)
     if "workload" not in top:
         raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
     workload = _parse_workload(context, top["workload"], top.key_lines["workload"])

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec_yaml import SpecFileError, load_objectives, load_slo_file
 
 GOOD = """\
 server: {url: "http://127.0.0.1:8000", model: tiny, api: chat}
@@ -108,3 +108,38 @@ def test_error_rate_with_percentile_is_refused(tmp_path):
         GOOD.replace("{metric: error_rate, max: 1%}", "{metric: error_rate, p: 99, max: 1%}"),
     )
     assert error.line == 13 and "no percentile" in error.problem
+
+
+def test_load_objectives_reads_a_bare_list_without_checking_phases(tmp_path):
+    path = _write(tmp_path, "objectives:\n  - {metric: ttft, p: 95, max: 700ms, phase: any}\n")
+    (objective,) = load_objectives(path)
+    assert objective.metric == "ttft" and objective.max_s == 0.7 and objective.phase == "any"
+
+
+def test_load_objectives_reads_a_whole_spec_and_checks_its_phases(tmp_path):
+    assert len(load_objectives(_write(tmp_path, GOOD))) == 3
+    unknown = GOOD.replace("phase: steady}", "phase: warm}")
+    with pytest.raises(SpecFileError, match=r"case.slo.yaml:11: objectives\[0\].phase: unknown"):
+        load_objectives(_write(tmp_path, unknown))
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        ("description: no objectives\n", ":1: objectives: expected a non-empty list"),
+        ("objectives: []\n", ":1: objectives: expected a non-empty list"),
+        ("objectives:\n  - {metric: ttft, p: 95}\n", ":2: objectives[0].max: give exactly"),
+        ("objectives: [\n", ":2: (yaml)"),
+    ],
+)
+def test_load_objectives_errors_name_file_line_and_key(tmp_path, text, where):
+    with pytest.raises(SpecFileError) as error:
+        load_objectives(_write(tmp_path, text))
+    assert str(error.value).startswith(str(tmp_path / "case.slo.yaml")) and where in str(
+        error.value
+    )
+
+
+def test_a_missing_spec_file_is_a_spec_error(tmp_path):
+    with pytest.raises(SpecFileError, match=r"missing.yaml:1: \(file\): no such file"):
+        load_objectives(tmp_path / "missing.yaml")

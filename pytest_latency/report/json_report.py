@@ -67,7 +67,8 @@ def _phase(summary: PhaseSummary, records: Sequence[RequestRecord]) -> dict[str,
     }
 
 
-def _objective(result: ObjectiveResult) -> dict[str, Any]:
+def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
+    """One decided objective as the JSON object of a run's ``objectives`` (and judge's)."""
     return {
         "metric": result.objective.metric,
         "p": result.objective.p,
@@ -90,6 +91,9 @@ def _objective(result: ObjectiveResult) -> dict[str, Any]:
         "reason": result.reason,
         "warnings": list(result.warnings),
     }
+
+
+_objective = objective_dict  # the name this module used before judge shared it
 
 
 def server_identity(run: LatencyResult) -> dict[str, Any]:
@@ -120,7 +124,7 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "generator": run.health.to_json() if run.health else None,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
         "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
-        "objectives": [_objective(result) for result in run.objective_results],
+        "objectives": [objective_dict(result) for result in run.objective_results],
         "diagnosis": findings_to_json(run.diagnosis()),
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,

@@ -1,0 +1,234 @@
+"""``pytest-latency judge``: re-decide the runs of a saved ``--latency-json`` file.
+
+Each run is judged from its ``requests`` alone (summaries and verdicts stored in the file
+are not trusted) by :func:`pytest_latency.analysis.objectives.decide_objectives`, the
+path the plugin takes, at the plugin's confidence. Exit codes: 0 when no objective
+failed, 1 when one did, 2 on a usage error (the reason on stderr, never a traceback).
+This module does not import pytest: it serves CI jobs that only have the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
+from pytest_latency.baseline import Baseline, load_baseline, mismatches, run_keys
+from pytest_latency.records import RequestRecord, RunFileError, StoredRun, read_runs, write_runs
+from pytest_latency.report.evidence import format_estimate
+from pytest_latency.report.json_report import objective_dict
+from pytest_latency.spec import Objective, SpecError
+from pytest_latency.spec_yaml import load_objectives
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+TABLE_WIDTH = 100
+_VERDICT_COLUMN = 15  # "  inconclusive " and the text after it lines up
+
+
+class UsageError(Exception):
+    """The command cannot judge: a bad file, an unknown phase, an unusable baseline."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedRun:
+    """One run's decided objectives."""
+
+    test: str
+    results: list[ObjectiveResult]
+
+
+def run_phases(run: StoredRun) -> list[str]:
+    """The phases a run planned (its workload), else those its requests name."""
+    planned = (run.workload or {}).get("phases")
+    if isinstance(planned, list):
+        names = [phase.get("name") for phase in planned if isinstance(phase, dict)]
+        if names and all(isinstance(name, str) for name in names):
+            return [str(name) for name in names]
+    return sorted({record.phase for record in run.records})
+
+
+def check_phases(run: StoredRun, objectives: Sequence[Objective]) -> None:
+    """An objective about a phase the run does not have is a usage error."""
+    phases = run_phases(run)
+    for objective in objectives:
+        if objective.phase is not None and objective.phase not in phases:
+            raise UsageError(
+                f"{objective.label}: unknown phase {objective.phase!r};"
+                f" run {run.test!r} has: {', '.join(phases) or 'no phases'}"
+            )
+
+
+def invalid_reason(run: StoredRun) -> str | None:
+    """Why a run cannot be trusted (the generator fell behind, it was cut short), if so."""
+    if run.valid:
+        return None
+    generator = run.document.get("generator")
+    if isinstance(generator, dict) and generator.get("valid") is False:
+        reasons = [str(reason) for reason in generator.get("reasons") or []]
+        return "; ".join(reasons) or "the load generator fell behind"
+    why = run.document.get("interrupted_reason")
+    return f"interrupted ({why})" if why else "interrupted"
+
+
+def baseline_runs(
+    run: StoredRun, key: str, baseline: Baseline, allow_mismatch: bool
+) -> list[list[RequestRecord]]:
+    """The records of every stored run under ``key`` (the history), if comparable."""
+    stored = baseline.runs.get(key)
+    if not stored:
+        known = ", ".join(baseline.keys()) or "none"
+        raise UsageError(f"{baseline.path} holds no run for {key!r} (it holds: {known})")
+    differing = mismatches(stored[-1], run.workload or {}, run.server)
+    if differing and not allow_mismatch:
+        raise UsageError(
+            f"{baseline.path}: the baseline of {key!r} ran another workload or server"
+            f" ({'; '.join(differing)}); pass --allow-baseline-mismatch to compare anyway"
+        )
+    return [old.records for old in stored]
+
+
+def judge_runs(
+    runs: Sequence[StoredRun],
+    objectives: Sequence[Objective],
+    baseline: Baseline | None = None,
+    *,
+    allow_baseline_mismatch: bool = False,
+) -> list[JudgedRun]:
+    """Decide ``objectives`` on every run; UsageError before deciding anything if unusable.
+
+    The confidence is the plugin's: 0.99 shared by the objectives of one file, as the
+    plugin shares it across one assert's objectives.
+    """
+    relative = any(objective.relative for objective in objectives)
+    if relative and baseline is None:
+        raise UsageError("relative objectives (max_regression) need --baseline BASE.json")
+    history: list[list[list[RequestRecord]] | None] = []
+    for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True):
+        check_phases(run, objectives)
+        if relative and baseline is not None:
+            history.append(baseline_runs(run, key, baseline, allow_baseline_mismatch))
+        else:
+            history.append(None)
+    confidence = objective_confidence(len(objectives))
+    return [
+        JudgedRun(
+            run.test,
+            decide_objectives(
+                objectives,
+                run.records,
+                confidence=confidence,
+                baseline=stored,
+                invalid_reason=invalid_reason(run),
+            ),
+        )
+        for run, stored in zip(runs, history, strict=True)
+    ]
+
+
+def exit_code(judged: Sequence[JudgedRun]) -> int:
+    """1 when any objective failed; inconclusive and invalid verdicts do not fail."""
+    failed = any(result.verdict is Verdict.FAIL for run in judged for result in run.results)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def format_table(judged: Sequence[JudgedRun], width: int = TABLE_WIDTH) -> str:
+    """Per run its test, then per objective: verdict and label, evidence, reason."""
+    indent = " " * _VERDICT_COLUMN
+    wrapper = textwrap.TextWrapper(width, initial_indent=indent, subsequent_indent=indent + "  ")
+    lines: list[str] = []
+    for run in judged:
+        lines.append(run.test)
+        for result in run.results:
+            verdict = result.verdict.value.upper()
+            lines.append(f"  {verdict:<{_VERDICT_COLUMN - 3}} {result.objective.label}")
+            for text in (format_estimate(result), result.reason, *result.warnings):
+                lines.extend(wrapper.wrap(text))
+    counts = {verdict: 0 for verdict in Verdict}
+    for run in judged:
+        for result in run.results:
+            counts[result.verdict] += 1
+    tally = ", ".join(f"{count} {verdict.value}" for verdict, count in counts.items())
+    lines.append(f"judged {len(judged)} run(s): {tally}")
+    return "\n".join(lines)
+
+
+def write_judgement(path: Path, judged: Sequence[JudgedRun]) -> None:
+    """``{"schema", "runs": [{"test", "objectives"}]}``, written atomically."""
+    write_runs(
+        path,
+        [
+            {"test": run.test, "objectives": [objective_dict(result) for result in run.results]}
+            for run in judged
+        ],
+    )
+
+
+def _judge(arguments: argparse.Namespace) -> int:
+    try:
+        objectives = load_objectives(arguments.objectives)
+        runs = read_runs(arguments.run)
+        baseline = load_baseline(arguments.baseline) if arguments.baseline else None
+    except (SpecError, RunFileError) as error:
+        raise UsageError(str(error)) from None
+    if not runs:
+        raise UsageError(f"{arguments.run}: holds no runs")
+    judged = judge_runs(
+        runs, objectives, baseline, allow_baseline_mismatch=arguments.allow_baseline_mismatch
+    )
+    print(format_table(judged))
+    if arguments.json is not None:
+        try:
+            write_judgement(arguments.json, judged)
+        except OSError as error:
+            raise UsageError(f"{arguments.json}: cannot write ({error})") from None
+    return exit_code(judged)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pytest-latency", description="Work with saved pytest-latency runs."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    judge = commands.add_parser(
+        "judge",
+        help="re-decide the runs of a --latency-json file from their requests",
+        description="Decide objectives on every run of RUN.json from its requests. "
+        "Exit 0: no objective failed; 1: one failed; 2: usage error.",
+    )
+    judge.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
+    judge.add_argument(
+        "--objectives",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="YAML with an objectives: list (a whole *.slo.yaml works too)",
+    )
+    judge.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="BASE.json",
+        help="a --latency-json file (or saved baseline) for max_regression objectives",
+    )
+    judge.add_argument(
+        "--allow-baseline-mismatch",
+        action="store_true",
+        help="compare against a baseline that ran another workload or server",
+    )
+    judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``pytest-latency`` console script; returns the exit code."""
+    # argparse exits with 2 on its own usage errors, which is our usage code too.
+    arguments = _parser().parse_args(argv)
+    try:
+        return _judge(arguments)
+    except UsageError as error:
+        print(f"pytest-latency {arguments.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
