@@ -210,12 +210,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
     receiver = text("otlp-receiver")
     if receiver:
         _checked("otlp-receiver", receiver, parse_listen_address)
-    error_control = text("error-control") or "test"
-    if error_control not in ERROR_CONTROLS:
-        raise pytest.UsageError(
-            f"--latency-error-control {error_control!r}: expected one of "
-            f"{', '.join(ERROR_CONTROLS)}"
-        )
+    error_control = _choice("error-control", text("error-control") or "test", ERROR_CONTROLS)
     trace_url = text("trace-url")
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
@@ -247,6 +242,12 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
     )
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise pytest.UsageError(f"--latency-{name} {value!r}: expected one of {', '.join(allowed)}")
+    return value
 
 
 def _duration(name: str, value: str | None, default: float) -> float:

@@ -20,7 +20,10 @@ from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
 if TYPE_CHECKING:
     from pytest_latency.baseline import Baseline
+    from pytest_latency.driver import DriveResult, RunInterrupted, Target
     from pytest_latency.result import LatencyResult, SessionBudget
+    from pytest_latency.telemetry.prometheus import MetricsSeries
+    from pytest_latency.workload import Plan
 
 RunListener = Callable[["LatencyResult"], None]
 
@@ -130,7 +133,7 @@ class LatencySession:
         carry seeds already derived from it).
         """
         from pytest_latency.analysis.health import check_generator
-        from pytest_latency.driver import RunInterrupted, Target, run_plan
+        from pytest_latency.driver import Target
         from pytest_latency.gate import enforce
         from pytest_latency.result import LatencyResult
         from pytest_latency.workload import build_plan
@@ -145,14 +148,7 @@ class LatencySession:
             api=info.api,  # type: ignore[arg-type]
             extra_body=request_options(workload),
         )
-        interrupted: RunInterrupted | None = None
-        with self.telemetry.observe(info.url, info.kind) as observation:
-            spans = self.telemetry.client_spans
-            try:
-                outcome = run_plan(plan, target, spans, workers=self.options.workers)
-            except RunInterrupted as stop:  # keep what was measured, then stop pytest
-                interrupted, outcome = stop, stop.result
-            observation.time_zero_ns = outcome.started_ns
+        interrupted, outcome, series = self._drive(plan, target, info.kind)
         joined = None
         if interrupted is None:
             expect_spans = info.exports_spans or self.options.otlp_receiver is not None
@@ -167,7 +163,7 @@ class LatencySession:
             inconclusive_policy=self.options.inconclusive,
             trace_url_template=self.options.trace_url,
             server_join=joined,
-            server_metrics=observation.series,
+            server_metrics=series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
             interrupted=None if interrupted is None else "interrupted (Ctrl-C)",
@@ -181,6 +177,23 @@ class LatencySession:
         if self._on_run is not None:
             self._on_run(result)
         return result
+
+    def _drive(
+        self, plan: Plan, target: Target, kind: str
+    ) -> tuple[RunInterrupted | None, DriveResult, MetricsSeries | None]:
+        """Run the plan while telemetry observes; Ctrl-C returns what was measured."""
+        from pytest_latency.driver import RunInterrupted, run_plan
+
+        interrupted: RunInterrupted | None = None
+        with self.telemetry.observe(target.base_url, kind) as observation:
+            try:
+                outcome = run_plan(
+                    plan, target, self.telemetry.client_spans, workers=self.options.workers
+                )
+            except RunInterrupted as stop:  # keep what was measured, then stop pytest
+                interrupted, outcome = stop, stop.result
+            observation.time_zero_ns = outcome.started_ns
+        return interrupted, outcome, observation.series
 
     def _attach_baseline(self, result: LatencyResult) -> None:
         """Give ``result`` its stored runs, or the reason they are not comparable."""
