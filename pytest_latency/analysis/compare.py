@@ -184,14 +184,26 @@ def compare_blocks(
             f"too few pairs: {k}, at least {pairs_needed(confidence)} needed at"
             f" {confidence:.3g}{suffix}",
         )
-    lo, up = _exp(log_lo), _exp(log_up)
-    if lo > limit:
-        return result(Verdict.FAIL, f"ratio lower bound {lo:.3g} > {limit:.3g}{suffix}")
-    if up <= limit:
-        return result(Verdict.PASS, f"ratio upper bound {up:.3g} <= {limit:.3g}{suffix}")
-    return result(
+    return classify_ratio(result, _exp(log_lo), _exp(log_up), limit, "", suffix)
+
+
+def classify_ratio(
+    build: Callable[[Verdict, str], RatioResult],
+    lower: float,
+    upper: float,
+    limit: float,
+    name: str = "",
+    suffix: str = "",
+) -> RatioResult:
+    """fail above the limit, pass within it, inconclusive across it, with the reason."""
+    what = f"{name} ratio" if name else "ratio"
+    if lower > limit:
+        return build(Verdict.FAIL, f"{what} lower bound {lower:.3g} > {limit:.3g}{suffix}")
+    if upper <= limit:
+        return build(Verdict.PASS, f"{what} upper bound {upper:.3g} <= {limit:.3g}{suffix}")
+    return build(
         Verdict.INCONCLUSIVE,
-        f"the ratio interval [{lo:.3g}, {up:.3g}] straddles {limit:.3g}{suffix}",
+        f"the {what} interval [{lower:.3g}, {upper:.3g}] straddles {limit:.3g}{suffix}",
     )
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_latency.analysis.compare import RatioResult, _ratio_result
+from pytest_latency.analysis.compare import RatioResult, _ratio_result, classify_ratio
 from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
 from pytest_latency.analysis.percentiles import (
     dependent_ranks,
@@ -35,7 +35,6 @@ from pytest_latency.analysis.percentiles import (
     percentile,
 )
 from pytest_latency.analysis.samples import Series
-from pytest_latency.analysis.verdict import Verdict
 
 # Effective samples each side needs *in the quantile's smaller tail* before the normal
 # log-ratio test is used (n_eff * min(q, 1 - q), the usual np >= 10 of a normal
@@ -151,15 +150,7 @@ def _log_ratio_test(
     lower, upper = math.exp(difference - margin), math.exp(difference + margin)
     baseline_n = sum(run.n for run in history)
     build = _ratio_result(math.exp(difference), lower, upper, baseline_n, candidate.n)
-    pname = f"p{q * 100.0:g}"
-    if lower > limit:
-        return build(Verdict.FAIL, f"{pname} ratio lower bound {lower:.3g} > {limit:.3g}; {noise}")
-    if upper <= limit:
-        return build(Verdict.PASS, f"{pname} ratio upper bound {upper:.3g} <= {limit:.3g}; {noise}")
-    return build(
-        Verdict.INCONCLUSIVE,
-        f"the {pname} ratio interval [{lower:.3g}, {upper:.3g}] straddles {limit:.3g}; {noise}",
-    )
+    return classify_ratio(build, lower, upper, limit, f"p{q * 100.0:g}", f"; {noise}")
 
 
 def _normal(tail: float) -> float:

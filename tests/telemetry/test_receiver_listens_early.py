@@ -8,12 +8,11 @@ import socket
 from collections.abc import Iterator
 
 import pytest
+from latency_options import options as _options
 from otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
 from span_exporting_server import MODEL, SpanExportingServer
 
-from pytest_latency._options import LatencyOptions
 from pytest_latency.session import LatencySession
-from pytest_latency.spec import ServerSpec
 
 GRACE_S = 30  # far beyond the run: a join that returns before it did not wait it out
 SPEC = """\
@@ -104,28 +103,3 @@ def test_the_session_listens_as_soon_as_it_exists(receiver_port: int) -> None:
         assert timings[trace_id].queue_wait_s == VLLM_ATTRS["gen_ai.latency.time_in_queue"]
     finally:
         session.close()
-
-
-def _options(**fields: object) -> LatencyOptions:
-    defaults: dict[str, object] = {
-        "server": ServerSpec(),
-        "server_explicit": False,
-        "model": None,
-        "json_path": None,
-        "html_path": None,
-        "otlp_receiver": None,
-        "otlp_endpoint": None,
-        "otlp_grace_s": 1.0,
-        "metrics_interval_s": 0.0,
-        "max_lag_s": 0.05,
-        "trace_url": None,
-        "baseline": None,
-        "save_baseline": None,
-        "seed": None,
-        "workers": 1,
-        "image": None,
-        "gpus": None,
-        "inconclusive": "warn",
-        "record_content": False,
-    }
-    return LatencyOptions(**{**defaults, **fields})  # type: ignore[arg-type]
