@@ -5,7 +5,7 @@
 True
 
 Instants in records are seconds on the client's monotonic clock from time zero; TTFT
-and e2e are measured from each request's planned send time (DESIGN.md section 3).
+and e2e are measured from each request's planned send time (docs/metrics.md).
 """
 
 from __future__ import annotations

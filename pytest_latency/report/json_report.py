@@ -1,4 +1,4 @@
-"""The ``--latency-json`` document: schema ``pytest-latency/1`` (DESIGN.md section 6).
+"""The ``--latency-json`` document: schema ``pytest-latency/1`` (docs/metrics.md).
 
 Non-finite numbers (an unbounded confidence limit, a percentile of nothing) are written
 as null: JSON has no infinity, and a reader must not mistake a missing bound for a value.
