@@ -14,12 +14,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pytest_latency.analysis.percentiles import quantile_bounds
     from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-    from pytest_latency.gate import (
+    from pytest_latency.errors import (
         LatencyComparisonWarning,
+        LatencyError,
         LatencyInconclusiveWarning,
         LatencyObjectiveError,
         LatencyRunInvalid,
+        RunFileError,
+        ServerStartError,
+        SpecError,
     )
+    from pytest_latency.fixtures import LatencyFixture
+    from pytest_latency.paired import PairedComparison
     from pytest_latency.records import RequestRecord, Status
     from pytest_latency.result import LatencyResult
     from pytest_latency.servers.base import ServerInfo
@@ -27,7 +33,6 @@ if TYPE_CHECKING:
         Objective,
         Phase,
         ServerSpec,
-        SpecError,
         Workload,
         burst,
         objective,
@@ -38,16 +43,21 @@ __version__ = "0.1.0"
 
 __all__ = (
     "LatencyComparisonWarning",
+    "LatencyError",
+    "LatencyFixture",
     "LatencyInconclusiveWarning",
     "LatencyObjectiveError",
     "LatencyResult",
     "LatencyRunInvalid",
     "Objective",
     "ObjectiveResult",
+    "PairedComparison",
     "Phase",
     "RequestRecord",
+    "RunFileError",
     "ServerInfo",
     "ServerSpec",
+    "ServerStartError",
     "SpecError",
     "Status",
     "Verdict",
@@ -64,16 +74,27 @@ _HOMES: dict[str, str] = {
     "quantile_bounds": "pytest_latency.analysis.percentiles",
     "ObjectiveResult": "pytest_latency.analysis.verdict",
     "Verdict": "pytest_latency.analysis.verdict",
-    "LatencyComparisonWarning": "pytest_latency.gate",
-    "LatencyInconclusiveWarning": "pytest_latency.gate",
-    "LatencyObjectiveError": "pytest_latency.gate",
-    "LatencyRunInvalid": "pytest_latency.gate",
+    **dict.fromkeys(
+        (
+            "LatencyComparisonWarning",
+            "LatencyError",
+            "LatencyInconclusiveWarning",
+            "LatencyObjectiveError",
+            "LatencyRunInvalid",
+            "RunFileError",
+            "ServerStartError",
+            "SpecError",
+        ),
+        "pytest_latency.errors",
+    ),
+    "LatencyFixture": "pytest_latency.fixtures",
+    "PairedComparison": "pytest_latency.paired",
     "RequestRecord": "pytest_latency.records",
     "Status": "pytest_latency.records",
     "LatencyResult": "pytest_latency.result",
     "ServerInfo": "pytest_latency.servers.base",
     **dict.fromkeys(
-        ("Objective", "Phase", "ServerSpec", "SpecError", "Workload", "burst", "objective"),
+        ("Objective", "Phase", "ServerSpec", "Workload", "burst", "objective"),
         "pytest_latency.spec",
     ),
     "steady": "pytest_latency.spec",

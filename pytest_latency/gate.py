@@ -10,26 +10,14 @@ import pytest
 
 from pytest_latency.analysis.diagnosis import CAVEAT, format_findings
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
+from pytest_latency.errors import LatencyInconclusiveWarning as LatencyInconclusiveWarning
+from pytest_latency.errors import LatencyObjectiveError as LatencyObjectiveError
+from pytest_latency.errors import LatencyRunInvalid as LatencyRunInvalid
 from pytest_latency.report.evidence import describe
 
 if TYPE_CHECKING:
     from pytest_latency.result import LatencyResult
-
-
-class LatencyInconclusiveWarning(UserWarning):
-    """An objective could not be decided: too few samples or a bound straddling the limit."""
-
-
-class LatencyComparisonWarning(UserWarning):
-    """A comparison's premise is shaky, e.g. the cohort mix changed since the baseline."""
-
-
-class LatencyRunInvalid(RuntimeError):
-    """The run cannot decide anything: the load generator did not offer the planned load."""
-
-
-class LatencyObjectiveError(AssertionError):
-    """One or more latency objectives failed; the message carries the evidence."""
 
 
 def enforce(run: LatencyResult, results: Sequence[ObjectiveResult]) -> None:

@@ -17,6 +17,8 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 
+from pytest_latency.errors import RunFileError as RunFileError  # re-exported
+
 RUN_SCHEMA = "pytest-latency/1"
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
@@ -116,10 +118,6 @@ class RequestRecord:
         if self.output_tokens < 2:
             return None
         return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
-
-
-class RunFileError(ValueError):
-    """A run or baseline file is missing or malformed; the message names file and problem."""
 
 
 # Fields a reader restores; the derived ones (ttft_s, e2e_s, ...) are written for people

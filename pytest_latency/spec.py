@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
 from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency.errors import SpecError as SpecError  # re-exported
 
 Arrival = Literal["constant", "poisson", "gamma"]
 Api = Literal["chat", "completions"]
@@ -38,10 +39,6 @@ DEFAULT_INPUT_TOKENS = (200, 400)
 DEFAULT_OUTPUT_TOKENS = 200
 DEFAULT_SEED = 0
 MAX_REPEAT = 1000
-
-
-class SpecError(ValueError):
-    """A specification is invalid; the message names the key and the problem."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,11 @@ import pytest_latency
 
 EXPECTED = {
     "LatencyComparisonWarning",
+    "LatencyError",
+    "LatencyFixture",
+    "PairedComparison",
+    "RunFileError",
+    "ServerStartError",
     "LatencyInconclusiveWarning",
     "LatencyObjectiveError",
     "LatencyResult",
@@ -52,3 +57,27 @@ def test_import_has_no_side_effects():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "" and done.stderr == ""
+
+
+def test_every_error_users_receive_is_a_latency_error_and_keeps_its_builtin_base():
+    from pytest_latency import (
+        LatencyError,
+        LatencyObjectiveError,
+        LatencyRunInvalid,
+        RunFileError,
+        ServerStartError,
+        SpecError,
+    )
+    from pytest_latency.spec_yaml import SpecFileError
+    from pytest_latency.telemetry.hub import ReceiverUnavailable
+
+    for error, builtin in (
+        (SpecError, ValueError),
+        (SpecFileError, ValueError),
+        (RunFileError, ValueError),
+        (ServerStartError, RuntimeError),
+        (LatencyRunInvalid, RuntimeError),
+        (LatencyObjectiveError, AssertionError),
+        (ReceiverUnavailable, Exception),
+    ):
+        assert issubclass(error, LatencyError) and issubclass(error, builtin), error

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pytest_latency.errors import ServerStartError as ServerStartError  # re-exported
+
 CONTAINER_KINDS: tuple[str, ...] = ("llamacpp", "vllm", "tgi", "sglang", "ollama")
-
-
-class ServerStartError(RuntimeError):
-    """A server could not be started or reached; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from pytest_latency.errors import ReceiverUnavailable as ReceiverUnavailable  # re-exported
 from pytest_latency.telemetry.settings import (
     DEFAULT_METRICS_INTERVAL_S,
     TelemetrySettings,
@@ -31,10 +32,6 @@ __all__ = (
     "TelemetryHub",
     "TelemetrySettings",
 )
-
-
-class ReceiverUnavailable(Exception):
-    """The OTLP receiver cannot listen where it was asked to (port taken, bad host)."""
 
 
 class Observation:

@@ -1,0 +1,57 @@
+"""Every error and warning pytest-latency raises to its users, in one place.
+
+    LatencyError                      base of every error below: ``except LatencyError``
+    ├── SpecError (ValueError)        a workload, objective or server spec is invalid
+    │   └── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
+    ├── RunFileError (ValueError)     a --latency-json or baseline file is missing or malformed
+    ├── ServerStartError (RuntimeError)  a server could not be started or reached
+    ├── ReceiverUnavailable           the OTLP receiver cannot listen where it was asked to
+    ├── LatencyRunInvalid (RuntimeError)  the generator fell behind: the run decides nothing
+    └── LatencyObjectiveError (AssertionError)  objectives failed; the message is the evidence
+
+    LatencyInconclusiveWarning (UserWarning)  an objective could not be decided
+    LatencyComparisonWarning (UserWarning)    a comparison's premise is shaky (cohort mix)
+
+Ctrl-C during a run raises ``pytest_latency.driver.RunInterrupted``, a KeyboardInterrupt
+(so that nothing catching ``Exception`` swallows it) that carries the records so far.
+Each class keeps its builtin base, so code written against ``ValueError`` or
+``AssertionError`` keeps working. This module imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+
+class LatencyError(Exception):
+    """Base of every error pytest-latency raises to its users."""
+
+
+class SpecError(LatencyError, ValueError):
+    """A specification is invalid; the message names the key and the problem."""
+
+
+class RunFileError(LatencyError, ValueError):
+    """A run or baseline file is missing or malformed; the message names file and problem."""
+
+
+class ServerStartError(LatencyError, RuntimeError):
+    """A server could not be started or reached; the message says which and why."""
+
+
+class ReceiverUnavailable(LatencyError):
+    """The OTLP receiver cannot listen where it was asked to (port taken, bad host)."""
+
+
+class LatencyRunInvalid(LatencyError, RuntimeError):
+    """The run cannot decide anything: the load generator did not offer the planned load."""
+
+
+class LatencyObjectiveError(LatencyError, AssertionError):
+    """One or more latency objectives failed; the message carries the evidence."""
+
+
+class LatencyInconclusiveWarning(UserWarning):
+    """An objective could not be decided: too few samples or a bound straddling the limit."""
+
+
+class LatencyComparisonWarning(UserWarning):
+    """A comparison's premise is shaky, e.g. the cohort mix changed since the baseline."""
