@@ -88,22 +88,38 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
         """
         import os
         import threading
+        import time
 
         import docker
+        import httpx
 
         from pytest_latency import objective, steady
 
-        def kill_our_llamacpp():
+        def kill_once_serving():
+            # Synchronise on an event, not a timer: kill as soon as the server has
+            # finished generating for some request of the run (a timer could fire
+            # before the first request on a busy machine).
             client = docker.from_env()
-            for container in client.containers.list(
-                filters={"label": ["pytest-latency.kind=llamacpp",
-                                   f"pytest-latency.owner-pid={os.getpid()}"]}
-            ):
-                container.kill()
+            labels = ["pytest-latency.kind=llamacpp", f"pytest-latency.owner-pid={os.getpid()}"]
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                for container in client.containers.list(filters={"label": labels}):
+                    arguments = container.attrs["Args"]
+                    port = arguments[arguments.index("--port") + 1]
+                    try:
+                        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1.0).text
+                    except httpx.HTTPError:
+                        continue
+                    for line in text.splitlines():
+                        if line.startswith("llamacpp:tokens_predicted_total"):
+                            if float(line.split()[-1]) > 0:
+                                container.kill()
+                                return
+                time.sleep(0.05)  # polling interval of the event check
 
         def test_killed(latency):
             assert latency.server.kind == "llamacpp"  # up and healthy before the clock
-            threading.Timer(2.0, kill_our_llamacpp).start()
+            threading.Thread(target=kill_once_serving, daemon=True).start()
             result = latency.run(
                 steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48, seed=2
             )
