@@ -36,7 +36,8 @@ class ServerKind:
     ``options`` are the ``server.options`` names the kind accepts beyond the ones every
     container takes (``network``, ``startup_timeout``, ``args``, ``env``); ``None``
     passes any option through (the embedded server maps them to its flags).
-    ``exports_spans``: the session sets ``otlp_traces_endpoint`` to its receiver.
+    ``exports_spans``: the session sets ``otlp_traces_endpoint`` to its receiver (an
+    option such a kind always accepts).
     ``after_start`` runs once the container answers its health URL.
     """
 
@@ -51,7 +52,9 @@ class ServerKind:
         if self.options is not None:
             from pytest_latency.servers.container import check_options
 
-            check_options(spec, self.options)
+            # The session sets otlp_traces_endpoint on a kind that exports spans.
+            spans = frozenset({"otlp_traces_endpoint"}) if self.exports_spans else frozenset()
+            check_options(spec, self.options | spans)
         return self.container_spec(spec)
 
 
