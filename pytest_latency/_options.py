@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_latency._units import parse_duration
-from pytest_latency.servers.base import CONTAINER_KINDS
+from pytest_latency.servers.kinds import CONTAINER_KINDS, KindLookup, is_known, unknown_kind
 from pytest_latency.spec import ServerSpec, parse_gpus
 from pytest_latency.telemetry.settings import (
     DEFAULT_GRACE_S,
@@ -44,7 +44,7 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag(
         "server",
         "server to test: sim (embedded, default), an http(s):// URL, or a container "
-        f"kind ({'|'.join(CONTAINER_KINDS)})",
+        f"kind ({'|'.join(CONTAINER_KINDS)}, or one a conftest.py adds)",
         "SPEC",
     ),
     _Flag("model", "model name to request (default: the server's first listed model)", "NAME"),
@@ -156,19 +156,17 @@ def add_options(parser: pytest.Parser) -> None:
             parser.addini(dest, flag.help, default=None)
 
 
-def parse_server(value: str, model: str | None = None) -> ServerSpec:
-    """``sim``, an http(s) URL, or a container kind; UsageError otherwise."""
+def parse_server(
+    value: str, model: str | None = None, kind_hook: KindLookup | None = None
+) -> ServerSpec:
+    """``sim``, an http(s) URL, or a server kind (built-in, or one ``kind_hook`` knows,
+    i.e. the ``pytest_latency_server_kind`` hook); UsageError otherwise."""
     text = value.strip()
-    if text == "sim":
-        return ServerSpec(kind="sim", model=model)
     if text.startswith(("http://", "https://")):
         return ServerSpec(kind="url", url=text, model=model)
-    if text in CONTAINER_KINDS:
+    if is_known(text, kind_hook):
         return ServerSpec(kind=text, model=model)
-    raise pytest.UsageError(
-        f"--latency-server {value!r}: expected sim, an http(s):// URL, or one of "
-        f"{', '.join(CONTAINER_KINDS)}"
-    )
+    raise pytest.UsageError(f"--latency-server {value!r}: {unknown_kind(text)}")
 
 
 def _raw(config: pytest.Config, name: str) -> object:
@@ -215,7 +213,11 @@ def read_options(config: pytest.Config) -> LatencyOptions:
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
     return LatencyOptions(
-        server=parse_server(server_text or "sim", model),
+        server=parse_server(
+            server_text or "sim",
+            model,
+            lambda name: config.hook.pytest_latency_server_kind(name=name),
+        ),
         server_explicit=server_text is not None,
         model=model,
         json_path=path("json"),

@@ -8,6 +8,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from pytest_latency.result import LatencyResult
+    from pytest_latency.servers.kinds import ServerKind
 
 hookspec = pluggy.HookspecMarker("pytest")
 
@@ -15,3 +16,19 @@ hookspec = pluggy.HookspecMarker("pytest")
 @hookspec
 def pytest_latency_run_finished(result: LatencyResult) -> None:
     """Called after every run with its records, before any objective is decided."""
+
+
+@hookspec(firstresult=True)
+def pytest_latency_server_kind(name: str) -> ServerKind | None:
+    """The server kind called ``name`` (``--latency-server NAME``, ``server: {kind: NAME}``),
+    or None to leave it to other plugins and then the built-in kinds.
+
+    Asked before the built-in kinds, so it can also replace one. Example (conftest.py)::
+
+        from pytest_latency.servers.kinds import ServerKind
+
+        def pytest_latency_server_kind(name):
+            if name == "mykind":
+                return ServerKind("mykind", my_container_spec, frozenset({"max_batch"}))
+            return None
+    """

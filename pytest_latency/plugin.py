@@ -37,7 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
     options = read_options(config)
     try:
         session = LatencySession(
-            options, on_run=lambda result: config.hook.pytest_latency_run_finished(result=result)
+            options,
+            on_run=lambda result: config.hook.pytest_latency_run_finished(result=result),
+            kind_hook=lambda name: config.hook.pytest_latency_server_kind(name=name),
         )
     except ReceiverUnavailable as error:
         raise pytest.UsageError(f"--latency-otlp-receiver: {error}") from None

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_latency._options import LatencyOptions
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
+from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
 from pytest_latency.spec import ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
     from pytest_latency.workload import Plan
 
 RunListener = Callable[["LatencyResult"], None]
-
-
-# Kinds the session points at its OTLP receiver (others export gRPC only, or nothing).
-SPAN_EXPORTING_KINDS = ("sim", "vllm")
 
 
 def _server_key(spec: ServerSpec) -> tuple[object, ...]:
@@ -47,8 +44,16 @@ def request_options(workload: Workload) -> dict[str, object]:
 class LatencySession:
     """Starts each distinct server once, runs workloads, and keeps every result."""
 
-    def __init__(self, options: LatencyOptions, on_run: RunListener | None = None) -> None:
+    def __init__(
+        self,
+        options: LatencyOptions,
+        on_run: RunListener | None = None,
+        kind_hook: KindLookup | None = None,
+    ) -> None:
+        """``kind_hook``: the ``pytest_latency_server_kind`` hook, asked for a kind's
+        name before the built-in kinds."""
         self.options = options
+        self._kind_hook = kind_hook
         self.runs: list[LatencyResult] = []
         self._on_run = on_run
         self._servers: dict[tuple[object, ...], ServerInfo] = {}
@@ -91,10 +96,24 @@ class LatencySession:
         }
         return dataclasses.replace(chosen, **missing) if missing else chosen  # type: ignore[arg-type]
 
+    def kind(self, name: str) -> ServerKind | None:
+        """The server kind called ``name``: a plugin's or conftest's first, then built-in."""
+        if name == "url":
+            return None
+        found = find_kind(name, self._kind_hook)
+        if found is None:
+            raise ServerStartError(unknown_kind(name))
+        return found
+
     def server(self, spec: ServerSpec | None = None) -> ServerInfo:
         resolved = self.resolve(spec)
-        if resolved.kind in SPAN_EXPORTING_KINDS and "otlp_traces_endpoint" not in resolved.options:
-            # The embedded server and vLLM export their spans to our receiver.
+        kind = self.kind(resolved.kind)
+        if (
+            kind is not None
+            and kind.exports_spans
+            and "otlp_traces_endpoint" not in resolved.options
+        ):
+            # Kinds that export OTLP/HTTP (the embedded server, vLLM) send spans here.
             options = {
                 **resolved.options,
                 "otlp_traces_endpoint": self.telemetry.receiver.traces_url,
@@ -107,7 +126,7 @@ class LatencySession:
             )
         if key not in self._servers:
             try:
-                self._servers[key] = self._stack.enter_context(start_server(resolved))
+                self._servers[key] = self._stack.enter_context(start_server(resolved, kind))
             except ServerStartError as error:
                 self._failed_starts[key] = error
                 raise

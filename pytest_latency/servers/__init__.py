@@ -5,24 +5,30 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
-from pytest_latency.servers.base import CONTAINER_KINDS, ServerInfo, ServerStartError
+from pytest_latency.servers.base import ServerInfo, ServerStartError
+from pytest_latency.servers.kinds import CONTAINER_KINDS, ServerKind, find_kind, unknown_kind
 
 if TYPE_CHECKING:
     from pytest_latency.spec import ServerSpec
 
-__all__ = ("CONTAINER_KINDS", "ServerInfo", "ServerStartError", "start_server")
+__all__ = ("CONTAINER_KINDS", "ServerInfo", "ServerKind", "ServerStartError", "start_server")
 
 
-def start_server(spec: ServerSpec) -> AbstractContextManager[ServerInfo]:
-    """A context manager yielding the running server described by ``spec``."""
+def start_server(
+    spec: ServerSpec, kind: ServerKind | None = None
+) -> AbstractContextManager[ServerInfo]:
+    """A context manager yielding the running server described by ``spec``.
+
+    ``kind``: the kind the session resolved for ``spec.kind`` (through the
+    ``pytest_latency_server_kind`` hook); None looks ``spec.kind`` up among the built-ins.
+    """
     # The per-kind modules (httpx, testcontainers helpers) load when a server starts:
-    # the plugin reads CONTAINER_KINDS from this package in every pytest run.
+    # the plugin reads the kind names in every pytest run.
     from pytest_latency.servers import profiles, sim, url
 
-    if profiles.runs_in_container(spec):
-        return profiles.start(spec)
-    if spec.kind == "sim":
-        return sim.start(spec)
-    if spec.kind == "url":
-        return url.attach(spec)
-    raise ServerStartError(f"unknown server kind {spec.kind!r}")
+    if not profiles.runs_in_container(spec):
+        return url.attach(spec) if spec.kind == "url" else sim.start(spec)
+    kind = kind or find_kind(spec.kind)
+    if kind is None:
+        raise ServerStartError(unknown_kind(spec.kind))
+    return profiles.start(spec, kind)

@@ -7,8 +7,6 @@ from dataclasses import dataclass, field
 
 from pytest_latency.errors import ServerStartError as ServerStartError  # re-exported
 
-CONTAINER_KINDS: tuple[str, ...] = ("llamacpp", "vllm", "tgi", "sglang", "ollama")
-
 
 @dataclass(frozen=True, slots=True)
 class ServerInfo:

@@ -237,6 +237,29 @@ def _prepare_host(spec: ContainerSpec, client: Any) -> None:
         ) from error
 
 
+@contextmanager
+def _reaper_disabled() -> Iterator[None]:
+    """testcontainers' reaper (Ryuk) off for one start, unless the user configured it.
+
+    The reaper image cannot be pulled where there is no registry, and ownership.py
+    removes orphans instead. testcontainers 4.x reads ``testcontainers_config
+    .ryuk_disabled`` (``TESTCONTAINERS_RYUK_DISABLED`` or ``ryuk.disabled``) in
+    ``DockerContainer.start``: that setting is changed around the start and restored,
+    never the process's environment.
+    """
+    if "TESTCONTAINERS_RYUK_DISABLED" in os.environ:  # the user's choice stands
+        yield
+        return
+    from testcontainers.core.config import testcontainers_config
+
+    previous = testcontainers_config.ryuk_disabled
+    testcontainers_config.ryuk_disabled = True
+    try:
+        yield
+    finally:
+        testcontainers_config.ryuk_disabled = previous
+
+
 def _remove(container: Any) -> None:
     """Force-remove; a failure here must not hide why the run ended."""
     try:
@@ -250,7 +273,6 @@ def _remove(container: Any) -> None:
 @contextmanager
 def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
     """Start ``spec``, wait until healthy, yield it; always remove the container."""
-    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
     try:
         container = _docker_container(spec)
         client = container.get_docker_client().client
@@ -265,7 +287,8 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
     started = time.monotonic()  # cold start: from create to healthy, the image present
     try:
         try:
-            container.start()
+            with _reaper_disabled():
+                container.start()
         except Exception as error:
             raise ServerStartError(
                 f"cannot start {spec.describe()}: {type(error).__name__}: {error}"

@@ -16,13 +16,13 @@ from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.container import (
     ContainerSpec,
     Volume,
-    check_options,
     extra_args,
     extra_env,
     listen_for,
     network_option,
     startup_timeout,
 )
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 DEFAULT_IMAGE = "pytest-latency/llamacpp:local"
@@ -63,7 +63,6 @@ def _model(spec: ServerSpec, image: str) -> tuple[str, tuple[Volume, ...]]:
 
 
 def container_spec(spec: ServerSpec) -> ContainerSpec:
-    check_options(spec, OPTIONS)
     settings = _settings(spec)
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
@@ -95,3 +94,6 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         volumes=volumes,
         startup_timeout_s=startup_timeout(spec, 120.0),
     )
+
+
+KIND = ServerKind("llamacpp", container_spec, OPTIONS)

@@ -12,14 +12,15 @@ import httpx
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.container import (
     ContainerSpec,
+    RunningContainer,
     Volume,
-    check_options,
     extra_args,
     extra_env,
     listen_for,
     network_option,
     startup_timeout,
 )
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 DEFAULT_IMAGE = "ollama/ollama:latest"
@@ -28,7 +29,6 @@ OPTIONS = frozenset({"num_parallel", "max_queue", "models_volume"})
 
 
 def container_spec(spec: ServerSpec) -> ContainerSpec:
-    check_options(spec, OPTIONS)
     if not spec.model:
         raise ServerStartError("server kind 'ollama' needs a model: --latency-model llama3.2:1b")
     network = network_option(spec)
@@ -70,3 +70,10 @@ def pull_model(base_url: str, model: str, timeout_s: float) -> None:
         raise ServerStartError(
             f"ollama could not pull {model}: HTTP {response.status_code} {response.text[:200]}"
         )
+
+
+def _pull_served_model(running: RunningContainer) -> None:
+    pull_model(running.url, running.spec.served_model or "", running.spec.startup_timeout_s)
+
+
+KIND = ServerKind("ollama", container_spec, OPTIONS, after_start=_pull_served_model)

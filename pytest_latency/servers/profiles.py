@@ -1,40 +1,42 @@
-"""Container server kinds: pick the profile, start it, describe what runs."""
+"""Container server kinds: build the kind's container, start it, describe what runs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from pytest_latency.servers import llamacpp, ollama, sglang, sim, tgi, vllm
 from pytest_latency.servers._http import discover_model, probe_version
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.servers.container import ContainerSpec, run_container
+from pytest_latency.servers.kinds import BUILTIN_KINDS, ServerKind, builtin_kind
 from pytest_latency.spec import ServerSpec
 
+
+def _builtin(name: str) -> ServerKind:
+    kind = builtin_kind(name)
+    assert kind is not None, name
+    return kind
+
+
+#: The container each built-in kind would start, options checked: derived from the
+#: ``KIND`` each kind's module declares.
 PROFILES: dict[str, Callable[[ServerSpec], ContainerSpec]] = {
-    "llamacpp": llamacpp.container_spec,
-    "vllm": vllm.container_spec,
-    "tgi": tgi.container_spec,
-    "sglang": sglang.container_spec,
-    "ollama": ollama.container_spec,
-    "sim": sim.container_spec,
+    name: _builtin(name).build for name in BUILTIN_KINDS
 }
 
 
 def runs_in_container(spec: ServerSpec) -> bool:
-    """Container kinds always; the embedded server when given an image."""
-    return spec.kind in PROFILES and (spec.kind != "sim" or spec.image is not None)
+    """Every kind but a URL, and the embedded server only when given an image."""
+    return spec.kind != "url" and (spec.kind != "sim" or spec.image is not None)
 
 
 @contextmanager
-def start(spec: ServerSpec) -> Iterator[ServerInfo]:
-    """Start ``spec``'s container and yield the server it runs, until exit."""
-    container_spec = PROFILES[spec.kind](spec)
+def start(spec: ServerSpec, kind: ServerKind) -> Iterator[ServerInfo]:
+    """Start ``kind``'s container for ``spec`` and yield the server it runs, until exit."""
+    container_spec = kind.build(spec)
     with run_container(container_spec) as running:
-        if spec.kind == "ollama":
-            ollama.pull_model(
-                running.url, container_spec.served_model or "", running.spec.startup_timeout_s
-            )
+        if kind.after_start is not None:
+            kind.after_start(running)
         model = container_spec.served_model or discover_model(running.url)
         details: dict[str, object] = {
             "image": container_spec.image,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pytest_latency.servers.container import (
     ContainerSpec,
-    check_options,
     listen_for,
     network_option,
 )
 from pytest_latency.servers.hf_cache import gpu_server, require_model
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 DEFAULT_IMAGE = "lmsysorg/sglang:latest"
@@ -21,7 +21,6 @@ OPTIONS = frozenset({"model_cache", "otlp_grpc_endpoint"})
 
 
 def container_spec(spec: ServerSpec) -> ContainerSpec:
-    check_options(spec, OPTIONS)
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
     command = [
@@ -43,3 +42,6 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         cache_path="/root/.cache/huggingface",
         ipc_mode="host",
     )
+
+
+KIND = ServerKind("sglang", container_spec, OPTIONS)  # gRPC-only spans: not to our receiver

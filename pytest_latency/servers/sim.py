@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from pytest_latency.servers._http import discover_model, wait_healthy
 from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.servers.container import (
+    COMMON_OPTIONS,
     ContainerSpec,
     extra_args,
     extra_env,
@@ -25,6 +26,7 @@ from pytest_latency.servers.container import (
     span_endpoint,
     startup_timeout,
 )
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 # Must match sim/__main__.BANNER; not imported from there, to keep the server out of
@@ -35,20 +37,18 @@ START_TIMEOUT_S = 60.0
 
 DEFAULT_IMAGE = "pytest-latency/sim:local"
 DEFAULT_PORT = 8000
-# Options the container runner reads itself; every other option is a sim CLI flag.
-_CONTAINER_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
 
 
 def _sim_arguments(spec: ServerSpec, leave_out: frozenset[str] = frozenset()) -> list[str]:
     arguments = ["--model", spec.model] if spec.model else []
     for name, value in sorted(spec.options.items()):
-        if name not in _CONTAINER_OPTIONS | leave_out:
+        if name not in COMMON_OPTIONS | leave_out:
             arguments += [f"--{name.replace('_', '-')}", str(value)]
     return arguments
 
 
 def _command(spec: ServerSpec) -> list[str]:
-    container_only = sorted(_CONTAINER_OPTIONS & set(spec.options))
+    container_only = sorted(COMMON_OPTIONS & set(spec.options))
     if container_only:
         raise ServerStartError(
             f"server options {', '.join(container_only)} apply to the embedded server's "
@@ -79,6 +79,10 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         startup_timeout_s=startup_timeout(spec, START_TIMEOUT_S),
         exports_spans=exports,
     )
+
+
+# Any option passes: the container runner reads COMMON_OPTIONS, the rest are sim flags.
+KIND = ServerKind("sim", container_spec, options=None, exports_spans=True)
 
 
 def _read_url(process: subprocess.Popen[str], timeout_s: float) -> str:

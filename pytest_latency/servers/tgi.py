@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from pytest_latency.servers.container import (
     ContainerSpec,
-    check_options,
     listen_for,
     network_option,
 )
 from pytest_latency.servers.hf_cache import gpu_server, require_model
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 DEFAULT_IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
@@ -21,7 +21,6 @@ OPTIONS = frozenset({"model_cache", "otlp_grpc_endpoint", "max_concurrent_reques
 
 
 def container_spec(spec: ServerSpec) -> ContainerSpec:
-    check_options(spec, OPTIONS)
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
     model = require_model(spec)
@@ -39,3 +38,6 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         cache_path="/data",
         shm_size="1g",  # NCCL needs shared memory beyond Docker's 64 MB default
     )
+
+
+KIND = ServerKind("tgi", container_spec, OPTIONS)  # gRPC-only spans: not to our receiver

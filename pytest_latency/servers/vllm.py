@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pytest_latency.servers.container import (
     ContainerSpec,
-    check_options,
     listen_for,
     network_option,
     span_endpoint,
 )
 from pytest_latency.servers.hf_cache import gpu_server, require_model
+from pytest_latency.servers.kinds import ServerKind
 from pytest_latency.spec import ServerSpec
 
 DEFAULT_IMAGE = "vllm/vllm-openai:latest"
@@ -23,7 +23,6 @@ OPTIONS = frozenset({"otlp_traces_endpoint", "model_cache", "max_num_seqs", "loa
 
 
 def container_spec(spec: ServerSpec) -> ContainerSpec:
-    check_options(spec, OPTIONS)
     network = network_option(spec)
     listen = listen_for(network, DEFAULT_PORT)
     # The image's entrypoint is `vllm serve`: the model is the first argument.
@@ -48,3 +47,7 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         ipc_mode="host",  # PyTorch workers share tensors through /dev/shm
         exports_spans=endpoint is not None,
     )
+
+
+# vLLM exports OTLP/HTTP: the session points it at the plugin's receiver.
+KIND = ServerKind("vllm", container_spec, OPTIONS, exports_spans=True)

@@ -32,7 +32,7 @@ def test_a_failed_start_is_not_retried_by_every_test(monkeypatch: pytest.MonkeyP
 
     attempts = []
 
-    def refuse(spec: ServerSpec) -> object:
+    def refuse(spec: ServerSpec, kind: object = None) -> object:
         attempts.append(spec.kind)
         raise ServerStartError("image my/vllm:1 cannot be pulled")
 
