@@ -131,9 +131,10 @@ class Workload:
             )
         planned = self.repeat * sum(phase.rate * phase.duration_s for phase in self.phases)
         if planned > MAX_PLANNED_REQUESTS:
-            raise SpecError(
+            raise check.FieldError(
+                "phases",
                 f"the workload plans {planned:,.0f} requests (rate x duration over phases and"
-                f" repeats); at most {MAX_PLANNED_REQUESTS:,} are allowed"
+                f" repeats); at most {MAX_PLANNED_REQUESTS:,} are allowed",
             )
 
     def _check_phases(self) -> None:
