@@ -1,5 +1,6 @@
 """Strict specs: every value is typed, finite and bounded, in YAML (file:line) and Python."""
 
+import json
 import math
 import textwrap
 
@@ -208,6 +209,7 @@ SCALARS = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([2**63, 2**64, 10**400, -(10**400)]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(["", "700ms", "1e400s", "30s", "5%", "150%", "ttft", "error_rate", "steady"]),
     st.sampled_from(["poisson", "gamma", "chat", "sim", "url", "http://x", "all", "0,1"]),
@@ -235,12 +237,32 @@ def _slots(node: object) -> list[tuple[object, object]]:
 
 
 def _check_only_spec_errors(target, document) -> None:
+    """Loading raises SpecFileError (naming the file) or gives a spec within the limits."""
     target.write_text(yaml.safe_dump(document))
-    for load in (load_slo_file, load_objectives):
-        try:
-            load(target)
-        except SpecFileError as error:
-            assert str(error).startswith(f"{target}:")
+    try:
+        loaded = load_slo_file(target)
+    except SpecFileError as error:
+        assert str(error).startswith(f"{target}:")
+    else:
+        _assert_within_limits(loaded.workload, loaded.objectives)
+    try:
+        objectives = load_objectives(target)
+    except SpecFileError as error:
+        assert str(error).startswith(f"{target}:")
+    else:
+        _assert_within_limits(None, objectives)
+
+
+def _assert_within_limits(workload, objectives) -> None:
+    if workload is not None:
+        json.dumps(workload.to_json(), allow_nan=False)  # every number finite
+        assert 0 <= workload.seed <= spec.MAX_SEED
+        assert workload.timeout_s <= spec.MAX_TIMEOUT_S
+        planned = sum(phase.rate * phase.duration_s for phase in workload.phases)
+        assert planned * workload.repeat <= spec.MAX_PLANNED_REQUESTS
+    for item in objectives:
+        values = (item.max_s, item.p, item.max_regression, item.min_change_s)
+        assert all(math.isfinite(value) for value in values if value is not None)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -256,5 +278,8 @@ def test_a_valid_spec_with_one_value_replaced_raises_only_spec_errors(
 ):
     document = yaml.safe_load(BASE)
     container, key = data.draw(st.sampled_from(_slots(document)))
-    container[key] = value  # type: ignore[index]
+    if data.draw(st.booleans()) and isinstance(container, dict):
+        del container[key]  # a missing key, or a whole missing section
+    else:
+        container[key] = value  # type: ignore[index]
     _check_only_spec_errors(tmp_path_factory.mktemp("h") / "mutated.slo.yaml", document)
