@@ -101,7 +101,11 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
     under_xdist = hasattr(config, "workerinput") or bool(
         getattr(config.option, "numprocesses", None)
     )
-    if not under_xdist or not any(item.get_closest_marker("latency") for item in items):
+    if (
+        not under_xdist
+        or config.option.collectonly
+        or not any(item.get_closest_marker("latency") for item in items)
+    ):
         return
     if not hasattr(config, "workerinput"):  # xdist collecting in this process
         raise pytest.UsageError(XDIST_MESSAGE)
