@@ -215,14 +215,16 @@ SCALARS = st.one_of(
     st.sampled_from(["poisson", "gamma", "chat", "sim", "url", "http://x", "all", "0,1"]),
     st.text(max_size=8),
 )
-DOCUMENTS = st.recursive(
-    SCALARS,
-    lambda children: st.one_of(
+
+
+def _containers(children: st.SearchStrategy[object]) -> st.SearchStrategy[object]:
+    return st.one_of(
         st.lists(children, max_size=4),
         st.dictionaries(st.sampled_from(KEYS), children, max_size=6),
-    ),
-    max_leaves=25,
-)
+    )
+
+
+DOCUMENTS = st.recursive(SCALARS, _containers, max_leaves=25)
 
 
 def _slots(node: object) -> list[tuple[object, object]]:
