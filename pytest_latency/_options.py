@@ -263,8 +263,8 @@ def _duration(name: str, value: str | None, default: float) -> float:
 
 def _parse_seed(value: str) -> int:
     seed = int(value)
-    if seed < 0:
-        raise ValueError("a seed must be a non-negative integer")
+    if not 0 <= seed < 2**63:  # spec.MAX_SEED
+        raise ValueError("a seed must be an integer in 0..2**63-1")
     return seed
 
 

@@ -5,6 +5,7 @@ One place so YAML, Python and command-line values agree on what "700ms" means.
 
 from __future__ import annotations
 
+import math
 import re
 
 _DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(us|µs|ms|s|m|min|h)?\s*$")
@@ -19,7 +20,7 @@ def parse_duration(value: object) -> float:
     if isinstance(value, bool):
         raise ValueError(f"expected a duration such as 700ms or 30s, got {value!r}")
     if isinstance(value, int | float):
-        seconds = float(value)
+        seconds = float(value) if abs(value) < 1e300 else math.inf
     elif isinstance(value, str):
         match = _DURATION.match(value)
         if match is None:
@@ -29,8 +30,8 @@ def parse_duration(value: object) -> float:
         seconds = number * _MULTIPLIER[unit] if unit in _MULTIPLIER else number / _DIVISOR[unit]
     else:
         raise ValueError(f"expected a duration such as 700ms or 30s, got {value!r}")
-    if seconds < 0 or seconds != seconds:
-        raise ValueError(f"a duration must be zero or positive, got {value!r}")
+    if not 0 <= seconds < math.inf:
+        raise ValueError(f"a duration must be finite and zero or positive, got {value!r}")
     return seconds
 
 
@@ -44,7 +45,7 @@ def parse_fraction(value: object) -> float:
             raise ValueError(f"expected a percentage such as 1%, got {value!r}")
         fraction = float(match.group(1)) / 100.0
     elif isinstance(value, int | float):
-        fraction = float(value)
+        fraction = float(value) if abs(value) < 1e300 else math.inf
     else:
         raise ValueError(f"expected a percentage such as 1%, got {value!r}")
     if not 0.0 <= fraction <= 1.0:

@@ -78,6 +78,44 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return collect_file(file_path, parent)
 
 
+XDIST_MESSAGE = (
+    "pytest-latency runs latency tests in one process: run them without -n "
+    "(e.g. `pytest -p no:xdist` or a separate invocation), or deselect them with "
+    "-m 'not latency'. Under pytest-xdist every worker would start its own server and "
+    "offer overlapping load, and the workers' JSON reports would overwrite each other."
+)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark tests that use the ``latency`` fixture, so ``-m 'not latency'`` selects them out."""
+    if "latency" in getattr(item, "fixturenames", ()):
+        item.add_marker("latency")
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k deselection
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """Refuse latency tests under pytest-xdist (``-n``): see :data:`XDIST_MESSAGE`.
+
+    Only workers collect under xdist; a failed collection report reaches the controller,
+    which prints it as a collection error and stops the session.
+    """
+    config = session.config
+    under_xdist = hasattr(config, "workerinput") or bool(
+        getattr(config.option, "numprocesses", None)
+    )
+    if (
+        not under_xdist
+        or config.option.collectonly
+        or not any(item.get_closest_marker("latency") for item in items)
+    ):
+        return
+    if not hasattr(config, "workerinput"):  # xdist collecting in this process
+        raise pytest.UsageError(XDIST_MESSAGE)
+    report = pytest.CollectReport("", "failed", XDIST_MESSAGE, [])
+    config.hook.pytest_collectreport(report=report)
+    items.clear()
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     session = _latency_session(config)
     if session is None:

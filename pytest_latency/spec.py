@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
+from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.errors import SpecError as SpecError  # re-exported
 
@@ -39,6 +40,16 @@ DEFAULT_INPUT_TOKENS = (200, 400)
 DEFAULT_OUTPUT_TOKENS = 200
 DEFAULT_SEED = 0
 MAX_REPEAT = 1000
+# Limits (docs/specs.md "Limits"): every number in a spec is finite and inside these.
+MAX_RATE = 100_000.0  # requests/s in one phase
+MAX_DURATION_S = 24 * 3600.0  # one phase, a cooldown, a latency limit, a min_change
+MAX_PLANNED_REQUESTS = 10_000_000  # rate x duration, summed over phases and repeats
+MAX_TOKENS = 1_000_000  # input and output tokens of one request
+MAX_TIMEOUT_S = 3600.0  # per request
+MAX_WARMUP = 10_000  # warm-up requests
+MAX_SEED = 2**63 - 1  # seeds are 0..MAX_SEED
+MAX_BURSTINESS = 1000.0  # gamma shape; 1 is Poisson
+MAX_REGRESSION = 100.0  # a relative objective's max_regression, as a fraction (10000%)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,19 +67,20 @@ class Phase:
     burstiness: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.name or not isinstance(self.name, str):
-            raise SpecError("phase name must be a non-empty string")
-        if not self.rate > 0:
-            raise SpecError(f"phase {self.name!r}: rate must be > 0 requests/s, got {self.rate!r}")
-        if not self.duration_s > 0:
-            raise SpecError(f"phase {self.name!r}: duration must be > 0, got {self.duration_s!r}")
-        if self.arrival not in ARRIVALS:
-            raise SpecError(
-                f"phase {self.name!r}: arrival must be one of {', '.join(ARRIVALS)}, "
-                f"got {self.arrival!r}"
-            )
-        if not self.burstiness > 0:
-            raise SpecError(f"phase {self.name!r}: burstiness must be > 0, got {self.burstiness!r}")
+        check.text("name", self.name, what="phase name")
+        where = f"phase {self.name!r}: "
+        check.number("rate", self.rate, above=0, at_most=MAX_RATE, what=where + "rate (requests/s)")
+        check.number(
+            "duration_s", self.duration_s, above=0, at_most=MAX_DURATION_S, what=where + "duration"
+        )
+        check.choice("arrival", self.arrival, ARRIVALS, what=where + "arrival")
+        check.number(
+            "burstiness",
+            self.burstiness,
+            above=0,
+            at_most=MAX_BURSTINESS,
+            what=where + "burstiness",
+        )
 
 
 def steady(rate: float, duration_s: float, name: str = "steady") -> Phase:
@@ -98,33 +110,45 @@ class Workload:
     cooldown_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if not self.phases:
-            raise SpecError("workload needs at least one phase")
+        self._check_phases()
+        if isinstance(self.input_tokens, list):
+            object.__setattr__(self, "input_tokens", tuple(self.input_tokens))
+        check.token_range("input_tokens", self.input_tokens, 1, MAX_TOKENS)
+        check.whole("output_tokens", self.output_tokens, 1, MAX_TOKENS)
+        check.whole("seed", self.seed, 0, MAX_SEED)
+        check.number("timeout_s", self.timeout_s, above=0, at_most=MAX_TIMEOUT_S, what="timeout")
+        check.whole("warmup_requests", self.warmup_requests, 0, MAX_WARMUP, what="warmup")
+        check.flag("ignore_eos", self.ignore_eos)
+        check.whole("repeat", self.repeat, 1, MAX_REPEAT)
+        check.number(
+            "cooldown_s", self.cooldown_s, at_least=0, at_most=MAX_DURATION_S, what="cooldown"
+        )
+        if self.repeat > 1 and self.cooldown_s == 0.0:
+            raise check.FieldError(
+                "cooldown_s",
+                "repeat needs a cooldown (e.g. cooldown: 10s) so that one episode's queue"
+                " drains before the next: episodes must be independent",
+            )
+        planned = self.repeat * sum(phase.rate * phase.duration_s for phase in self.phases)
+        if planned > MAX_PLANNED_REQUESTS:
+            raise check.FieldError(
+                "phases",
+                f"the workload plans {planned:,.0f} requests (rate x duration over phases and"
+                f" repeats); at most {MAX_PLANNED_REQUESTS:,} are allowed",
+            )
+
+    def _check_phases(self) -> None:
+        if isinstance(self.phases, list):
+            object.__setattr__(self, "phases", tuple(self.phases))
+        if not isinstance(self.phases, tuple) or not self.phases:
+            raise check.FieldError("phases", "workload needs at least one phase")
+        for phase in self.phases:
+            if not isinstance(phase, Phase):
+                raise check.FieldError("phases", f"phases must be Phase objects, got {phase!r}")
         names = [phase.name for phase in self.phases]
         duplicated = sorted({name for name in names if names.count(name) > 1})
         if duplicated:
             raise SpecError(f"phase names must be unique, repeated: {', '.join(duplicated)}")
-        low, high = self.input_tokens
-        if not (1 <= low <= high):
-            raise SpecError(
-                f"input_tokens must be a positive int or [low, high] with low <= high, "
-                f"got {list(self.input_tokens)!r}"
-            )
-        if self.output_tokens < 1:
-            raise SpecError(f"output_tokens must be >= 1, got {self.output_tokens!r}")
-        if not self.timeout_s > 0:
-            raise SpecError(f"timeout must be > 0, got {self.timeout_s!r}")
-        if self.warmup_requests < 0:
-            raise SpecError(f"warmup must be >= 0, got {self.warmup_requests!r}")
-        if not 1 <= self.repeat <= MAX_REPEAT:
-            raise SpecError(f"repeat must be an integer in 1..{MAX_REPEAT}, got {self.repeat!r}")
-        if not 0.0 <= self.cooldown_s < float("inf"):
-            raise SpecError(f"cooldown must be a finite duration >= 0, got {self.cooldown_s!r}")
-        if self.repeat > 1 and self.cooldown_s == 0.0:
-            raise SpecError(
-                "repeat needs a cooldown (e.g. cooldown: 10s) so that one episode's queue"
-                " drains before the next: episodes must be independent"
-            )
 
     @property
     def episode_s(self) -> float:
@@ -200,16 +224,17 @@ class Objective:
     min_change_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.metric not in METRICS:
-            raise SpecError(
-                f"objective metric must be one of {', '.join(METRICS)}, got {self.metric!r}"
-            )
+        check.choice("metric", self.metric, METRICS, what="objective metric")
         if (self.max_s is None) == (self.max_regression is None):
             raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
+        check.text("phase", self.phase, what=f"objective {self.metric}: phase", optional=True)
         for name in ("input_tokens", "output_tokens"):
             bounds = getattr(self, name)
-            if bounds is not None and not 0 <= bounds[0] <= bounds[1]:
-                raise SpecError(f"objective {self.metric}: {name} must be [low, high], low <= high")
+            if isinstance(bounds, list):
+                object.__setattr__(self, name, bounds := tuple(bounds))
+            if bounds is not None:
+                what = f"objective {self.metric}: {name}"
+                check.token_range(name, bounds, 0, MAX_TOKENS, what=what)
         if self.metric == "error_rate":
             self._check_error_rate()
         else:
@@ -217,23 +242,36 @@ class Objective:
 
     def _check_error_rate(self) -> None:
         if self.p is not None:
-            raise SpecError("objective error_rate takes no percentile p")
-        if self.max_s is None or not 0.0 <= self.max_s <= 1.0:
-            raise SpecError(f"error_rate max must lie in [0%, 100%], got {self.max_s!r}")
+            raise check.FieldError("p", "objective error_rate takes no percentile p")
+        check.number("max_s", self.max_s, at_least=0, at_most=1, what="error_rate max (fraction)")
+        if self.min_change_s != 0.0:
+            raise check.FieldError("min_change_s", "objective error_rate takes no min_change")
 
     def _check_latency(self) -> None:
-        if self.p is None or not 0.0 < self.p < 100.0:
-            raise SpecError(
-                f"objective {self.metric}: p must be a percentile in (0, 100), got {self.p!r}"
+        where = f"objective {self.metric}: "
+        check.number("p", self.p, above=0, below=100, what=where + "p (a percentile)")
+        if self.max_s is not None:
+            check.number("max_s", self.max_s, above=0, at_most=MAX_DURATION_S, what=where + "max")
+        if self.max_regression is not None:
+            check.number(
+                "max_regression",
+                self.max_regression,
+                at_least=0,
+                at_most=MAX_REGRESSION,
+                what=where + "max_regression",
             )
-        if self.max_s is not None and not self.max_s > 0:
-            raise SpecError(f"objective {self.metric}: max must be > 0, got {self.max_s!r}")
-        if self.max_regression is not None and not self.max_regression >= 0:
-            raise SpecError(f"objective {self.metric}: max_regression must be >= 0")
-        if not 0.0 <= self.min_change_s < float("inf"):
-            raise SpecError(f"objective {self.metric}: min_change must be a finite duration >= 0")
+        check.number(
+            "min_change_s",
+            self.min_change_s,
+            at_least=0,
+            at_most=MAX_DURATION_S,
+            what=where + "min_change",
+        )
         if self.min_change_s and self.max_regression is None:
-            raise SpecError(f"objective {self.metric}: min_change applies to max_regression only")
+            raise check.FieldError(
+                "min_change_s",
+                f"objective {self.metric}: min_change applies to max_regression only",
+            )
 
     @property
     def relative(self) -> bool:
@@ -271,8 +309,14 @@ class ServerSpec:
     gpus: str | None = None
 
     def __post_init__(self) -> None:
-        if self.api not in APIS:
-            raise SpecError(f"server api must be one of {', '.join(APIS)}, got {self.api!r}")
+        check.text("kind", self.kind, what="server kind")
+        for name in ("url", "model", "image"):
+            check.text(name, getattr(self, name), what=f"server {name}", optional=True)
+        if not isinstance(self.options, dict):
+            raise check.FieldError(
+                "options", f"server options must be a mapping, got {self.options!r}"
+            )
+        check.choice("api", self.api, APIS, what="server api")
         if self.kind == "url" and not self.url:
             raise SpecError("server kind 'url' needs a url")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
@@ -329,6 +373,7 @@ def objective(
     percentage against the baseline (``"10%"``), and ``min_change`` an absolute floor on a
     relative regression (``"2ms"``; default none).
     """
+    check.choice("metric", metric, METRICS, what="objective metric")
     try:
         limit = None
         if max is not None:

@@ -9,6 +9,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
+from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.spec import (
     ARRIVALS,
@@ -115,65 +116,34 @@ class _Context:
         except (ValueError, TypeError) as error:
             raise self.fail(line, f"{key}.{name}" if key else name, str(error)) from None
 
-    def build(self, line: int, key: str, make: Callable[[], T]) -> T:
+    def build(self, node: _Map, key: str, make: Callable[[], T]) -> T:
+        """``make()``; its SpecError points at the key it names, else at the node."""
         try:
             return make()
         except SpecFileError:
             raise
         except SpecError as error:
-            raise self.fail(line, key, str(error)) from None
+            name = _YAML_NAMES.get(getattr(error, "field", ""), getattr(error, "field", ""))
+            if name in node.key_lines:
+                raise self.fail(node.key_lines[name], f"{key}.{name}", str(error)) from None
+            raise self.fail(node.line, key, str(error)) from None
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"expected a whole number, got {value!r}")
-    return value
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"expected a number, got {value!r}")
-    return float(value)
-
-
-def _positive(value: Any) -> float:
-    number = _number(value)
-    if not number > 0:
-        raise ValueError(f"must be > 0, got {value!r}")
-    return number
-
-
-def _positive_duration(value: Any) -> float:
-    seconds = parse_duration(value)
-    if not seconds > 0:
-        raise ValueError(f"must be > 0, got {value!r}")
-    return seconds
-
-
-def _text(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a non-empty string, got {value!r}")
-    return value
+# Python attribute -> YAML key, where they differ.
+_YAML_NAMES = {
+    "duration_s": "duration",
+    "timeout_s": "timeout",
+    "warmup_requests": "warmup",
+    "cooldown_s": "cooldown",
+    "max_s": "max",
+    "min_change_s": "min_change",
+}
 
 
 def _arrival(value: Any) -> Arrival:
     if value not in ARRIVALS:
         raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}")
     return cast(Arrival, value)
-
-
-def _token_range(value: Any) -> tuple[int, int]:
-    if isinstance(value, list) and len(value) == 2:
-        return _int(value[0]), _int(value[1])
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value, value
-    raise ValueError(f"expected a token count or [low, high], got {value!r}")
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
-    return value
 
 
 _PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness")
@@ -207,16 +177,16 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
         if required not in node:
             raise context.fail(node.line, f"{key}.{required}", "missing")
     return context.build(
-        node.line,
+        node,
         key,
         lambda: Phase(
-            name=context.field(node, "name", key, _text),
-            rate=context.field(node, "rate", key, _positive),
-            duration_s=context.field(node, "duration", key, _positive_duration),
+            name=context.field(node, "name", key, check.as_text),
+            rate=context.field(node, "rate", key, check.as_positive),
+            duration_s=context.field(node, "duration", key, check.as_positive_duration),
             arrival=context.field(node, "arrival", key, _arrival)
             if "arrival" in node
             else "poisson",
-            burstiness=context.field(node, "burstiness", key, _number)
+            burstiness=context.field(node, "burstiness", key, check.as_number)
             if "burstiness" in node
             else 1.0,
         ),
@@ -240,19 +210,19 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
     )
     options: dict[str, Any] = {"phases": phases}
     parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
-        "seed": ("seed", _int),
-        "input_tokens": ("input_tokens", _token_range),
-        "output_tokens": ("output_tokens", _int),
+        "seed": ("seed", check.as_int),
+        "input_tokens": ("input_tokens", check.as_token_range),
+        "output_tokens": ("output_tokens", check.as_int),
         "timeout": ("timeout_s", parse_duration),
-        "warmup": ("warmup_requests", _int),
-        "ignore_eos": ("ignore_eos", _flag),
-        "repeat": ("repeat", _int),
+        "warmup": ("warmup_requests", check.as_int),
+        "ignore_eos": ("ignore_eos", check.as_flag),
+        "repeat": ("repeat", check.as_int),
         "cooldown": ("cooldown_s", parse_duration),
     }
     for name, (attribute, parse) in parsers.items():
         if name in node:
             options[attribute] = context.field(node, name, "workload", parse)
-    return context.build(node.line, "workload", lambda: Workload(**options))
+    return context.build(node, "workload", lambda: Workload(**options))
 
 
 def _parse_objective(
@@ -263,13 +233,13 @@ def _parse_objective(
         raise context.fail(node.line, f"{key}.metric", "missing")
     if ("max" in node) == ("max_regression" in node):
         raise context.fail(node.line, f"{key}.max", "give exactly one of max or max_regression")
-    metric = context.field(node, "metric", key, _text)
+    metric = context.field(node, "metric", key, check.as_text)
 
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None
 
     limit = optional("max", parse_fraction if metric == "error_rate" else parse_duration)
-    phase = optional("phase", _text)
+    phase = optional("phase", check.as_text)
     if phase is not None and phases is not None and phase not in phases:
         raise context.fail(
             node.key_lines["phase"],
@@ -277,17 +247,17 @@ def _parse_objective(
             f"unknown phase {phase!r}; the workload has: {', '.join(sorted(phases))}",
         )
     return context.build(
-        node.line,
+        node,
         key,
         lambda: Objective(
             metric=cast(Metric, metric),  # validated by Objective
             max_s=limit,
-            p=optional("p", _number),
+            p=optional("p", check.as_number),
             phase=phase,
             max_regression=optional("max_regression", parse_fraction),
             min_change_s=optional("min_change", parse_duration) or 0.0,
-            input_tokens=optional("input_tokens", _token_range),
-            output_tokens=optional("output_tokens", _token_range),
+            input_tokens=optional("input_tokens", check.as_token_range),
+            output_tokens=optional("output_tokens", check.as_token_range),
         ),
     )
 
@@ -305,9 +275,9 @@ def _parse_objectives(
 
 def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     node = context.mapping(value, line, "server", _SERVER_KEYS)
-    url = context.field(node, "url", "server", _text) if "url" in node else None
+    url = context.field(node, "url", "server", check.as_text) if "url" in node else None
     kind = (
-        context.field(node, "kind", "server", _text)
+        context.field(node, "kind", "server", check.as_text)
         if "kind" in node
         else ("url" if url else "sim")
     )
@@ -317,15 +287,19 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     if not isinstance(options, dict):
         raise context.fail(node.key_lines["options"], "server.options", "expected a mapping")
     return context.build(
-        node.line,
+        node,
         "server",
         lambda: ServerSpec(
             kind=kind,
             url=url,
-            model=context.field(node, "model", "server", _text) if "model" in node else None,
-            api=context.field(node, "api", "server", _text) if "api" in node else "chat",  # type: ignore[arg-type]
+            model=context.field(node, "model", "server", check.as_text)
+            if "model" in node
+            else None,
+            api=context.field(node, "api", "server", check.as_text) if "api" in node else "chat",  # type: ignore[arg-type]
             options=dict(options),
-            image=context.field(node, "image", "server", _text) if "image" in node else None,
+            image=context.field(node, "image", "server", check.as_text)
+            if "image" in node
+            else None,
             gpus=context.field(node, "gpus", "server", parse_gpus) if "gpus" in node else None,
         ),
     )
@@ -351,6 +325,8 @@ def _load_top(context: _Context) -> _Map:
         raise context.fail(line, "(yaml)", str(error.problem or error)) from None
     except yaml.YAMLError as error:
         raise context.fail(1, "(yaml)", str(error)) from None
+    except (ValueError, RecursionError) as error:  # e.g. an integer too long to convert
+        raise context.fail(1, "(yaml)", f"cannot load: {error}") from None
     return context.mapping(document, 1, "", _TOP_KEYS)
 
 
@@ -381,10 +357,10 @@ def load_slo_file(path: Path) -> SloSpec:
     if "workload" not in top:
         raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
     workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+    if "objectives" not in top:
+        raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
     names = {phase.name for phase in workload.phases}
-    objectives = _parse_objectives(
-        context, top.get("objectives", _List()), top.key_lines.get("objectives", top.line), names
-    )
+    objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )

@@ -39,6 +39,7 @@ class SloFile(pytest.File):
 class SloItem(pytest.Item):
     def __init__(self, *, spec: SloSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self.add_marker("latency")  # so -m 'not latency' deselects spec files too
         self.spec = spec
         self.result: LatencyResult | None = None
 

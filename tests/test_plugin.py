@@ -59,6 +59,7 @@ def test_help_lists_every_contract_flag_with_ini_twin(pytester):
     [
         (["--latency-server", "ftp://x"], "expected sim, an http(s):// URL"),
         (["--latency-seed", "abc"], "--latency-seed 'abc'"),
+        (["--latency-seed", str(2**63)], "0..2**63-1"),
         (["--latency-inconclusive", "maybe"], "expected one of warn, fail, skip"),
         (["--latency-trace-url", "https://jaeger/trace/"], "must contain {trace_id}"),
     ],

@@ -58,10 +58,16 @@ def _error(tmp_path, text) -> SpecFileError:
         ("duration: 20s", "duration: soon", 8, "workload.phases[0].duration", "duration"),
         ("max: 700ms", "max: fast", 11, "objectives[0].max", "duration"),
         ("phase: steady}", "phase: stedy}", 11, "objectives[0].phase", "unknown phase 'stedy'"),
-        ("metric: queue_wait", "metric: queue_age", 12, "objectives[1]", "metric must be one of"),
+        (
+            "metric: queue_wait",
+            "metric: queue_age",
+            12,
+            "objectives[1].metric",
+            "metric must be one of",
+        ),
         ("max: 1%", "max: 150%", 13, "objectives[2].max", "between 0% and 100%"),
         ("  seed: 7", "  sed: 7", 3, "workload.sed", "unknown key"),
-        ("api: chat", "api: grpc", 1, "server", "api must be one of"),
+        ("api: chat", "api: grpc", 1, "server.api", "api must be one of"),
         (
             "arrival: poisson, rate: 5",
             "arrival: uniform, rate: 5",

@@ -1,0 +1,173 @@
+"""Value checks shared by the spec dataclasses (Python API) and the YAML loader.
+
+Each check takes the value as given (any type), and returns it converted or raises
+:class:`FieldError`, a :class:`~pytest_latency.errors.SpecError` that also names the
+field, so the YAML loader can point at the line of that key. Numbers must be real,
+finite and inside their bounds; ``bool`` is never a number.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+
+from pytest_latency._units import parse_duration
+from pytest_latency.errors import SpecError
+
+
+class FieldError(SpecError):
+    """An invalid value of one field (``field`` is the Python attribute name)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for a message, cut short (and safe for huge integers)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond the digit limit of int -> str
+        text = f"<a {type(value).__name__} too large to print>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def number(
+    field: str,
+    value: object,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    below: float | None = None,
+    at_most: float | None = None,
+    what: str = "",
+) -> float:
+    """A finite real number inside the given (open or closed) bounds, as float."""
+    label = what or field
+    if not _is_real(value):
+        raise FieldError(field, f"{label} must be a number, got {shown(value)}")
+    try:
+        result = float(value)  # type: ignore[arg-type]  # a numbers.Real
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        raise FieldError(field, f"{label} must be a finite number, got {shown(value)}")
+    limits = [
+        (above is None or result > above, f"> {above:g}" if above is not None else ""),
+        (
+            at_least is None or result >= at_least,
+            f">= {at_least:g}" if at_least is not None else "",
+        ),
+        (below is None or result < below, f"< {below:g}" if below is not None else ""),
+        (at_most is None or result <= at_most, f"<= {at_most:g}" if at_most is not None else ""),
+    ]
+    if not all(ok for ok, _ in limits):
+        wanted = " and ".join(text for _, text in limits if text)
+        raise FieldError(field, f"{label} must be {wanted}, got {shown(value)}")
+    return result
+
+
+def whole(field: str, value: object, low: int, high: int, *, what: str = "") -> int:
+    """An integer (not bool) in ``low..high`` inclusive."""
+    label = what or field
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+        raise FieldError(field, f"{label} must be a whole number, got {shown(value)}")
+    result = int(value)
+    if not low <= result <= high:
+        raise FieldError(
+            field, f"{label} must be a whole number in {low}..{high}, got {shown(value)}"
+        )
+    return result
+
+
+def text(field: str, value: object, *, what: str = "", optional: bool = False) -> str | None:
+    """A non-empty string (or None when ``optional``)."""
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        raise FieldError(field, f"{what or field} must be a non-empty string, got {shown(value)}")
+    return value
+
+
+def flag(field: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise FieldError(field, f"{field} must be true or false, got {shown(value)}")
+    return value
+
+
+def token_range(
+    field: str, value: object, low: int, high: int, *, what: str = ""
+) -> tuple[int, int]:
+    """``(low, high)`` token counts within ``low..high``, first <= second."""
+    label = what or field
+    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2:
+        raise FieldError(field, f"{label} must be [low, high] token counts, got {shown(value)}")
+    first = whole(field, value[0], low, high, what=label)
+    second = whole(field, value[1], low, high, what=label)
+    if first > second:
+        raise FieldError(field, f"{label} must be [low, high] with low <= high, got {shown(value)}")
+    return first, second
+
+
+def choice(field: str, value: object, allowed: tuple[str, ...], *, what: str = "") -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise FieldError(
+            field, f"{what or field} must be one of {', '.join(allowed)}, got {shown(value)}"
+        )
+    return value
+
+
+# YAML scalars: conversions that raise ValueError, which the loader reports at the key.
+
+
+def as_int(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"expected a whole number, got {shown(value)}")
+    return value
+
+
+def as_number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"expected a number, got {shown(value)}")
+    if isinstance(value, int) and abs(value) >= 1e300:
+        return math.inf  # float() would raise OverflowError
+    return float(value)
+
+
+def as_positive(value: object) -> float:
+    number = as_number(value)
+    if not number > 0:
+        raise ValueError(f"must be > 0, got {shown(value)}")
+    return number
+
+
+def as_positive_duration(value: object) -> float:
+    seconds = parse_duration(value)
+    if not seconds > 0:
+        raise ValueError(f"must be > 0, got {shown(value)}")
+    return seconds
+
+
+def as_text(value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a non-empty string, got {shown(value)}")
+    return value
+
+
+def as_token_range(value: object) -> tuple[int, int]:
+    if isinstance(value, list) and len(value) == 2:
+        return as_int(value[0]), as_int(value[1])
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, value
+    raise ValueError(f"expected a token count or [low, high], got {shown(value)}")
+
+
+def as_flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {shown(value)}")
+    return value
