@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 
 import httpx
 
-from pytest_latency.driver.h1 import H1Connection, ResponseHead
+from pytest_latency.driver.h1 import DISCONNECTED, H1Connection, ResponseHead
 from pytest_latency.driver.limits import ResponseLimits
 from pytest_latency.driver.transport import ConnectionFailure, ExchangeFailure, Sink
 
@@ -51,9 +51,9 @@ class H1Pool:
         self._idle: list[H1Connection] = []
         self._all: set[H1Connection] = set()
 
-    async def acquire(self) -> H1Connection:
+    async def acquire(self, *, fresh: bool = False) -> H1Connection:
         now = time.monotonic()
-        while self._idle:
+        while self._idle and not fresh:
             connection = self._idle.pop()
             fresh = now - connection.idle_since < self.keepalive_expiry_s
             if fresh and not connection.closed and not connection.peer_closed():
@@ -86,6 +86,11 @@ class H1Pool:
             connection.abort()
         self._all.clear()
         self._idle.clear()
+
+
+def _stale(connection: H1Connection, failure: ConnectionFailure) -> bool:
+    """The peer closed a reused connection before a byte of the response came back."""
+    return connection.requests_sent > 1 and connection.silent and failure.text == DISCONNECTED
 
 
 class FastResponse:
@@ -127,7 +132,18 @@ class FastTransport:
         try:
             data = request_head("POST", self.url, headers, len(content)) + content
             on_sent()
-            head = await connection.send(data)
+            try:
+                head = await connection.send(data)
+            except ConnectionFailure as failure:
+                if not _stale(connection, failure):
+                    raise
+                # A kept-alive connection the server closed as we reused it (llama.cpp's
+                # overflow threads close after one response without saying so, and the
+                # FIN can land just after the reuse check): the server never answered,
+                # so the request goes once more, on a new connection.
+                self.pool.release(connection)
+                connection = await self.pool.acquire(fresh=True)
+                head = await connection.send(data)
             yield FastResponse(connection, head)
         finally:
             self.pool.release(connection)  # closes it unless the response was read to its end

@@ -76,6 +76,7 @@ class H1Connection(asyncio.Protocol):
         self.limits = limits if limits is not None else ResponseLimits()
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.requests_sent = 0  # more than one: a kept-alive connection, reused
         self.reusable = True
         self.idle_since = 0.0
         self._state = _IDLE
@@ -141,8 +142,14 @@ class H1Connection(asyncio.Protocol):
         self._decoder = None
         self._sink = None
         self._state = _HEAD
+        self.requests_sent += 1
         self.transport.write(data)
         return self._head
+
+    @property
+    def silent(self) -> bool:
+        """Not one byte of a response arrived for the request in flight."""
+        return self._head_bytes == 0
 
     async def read_body(self, sink: Sink) -> None:
         """Feed the body to ``sink`` read by read; return when it ended or was stopped."""

@@ -295,3 +295,23 @@ def test_hostile_server_matrix(name: str, transport: str) -> None:
     assert took <= max(case.times) + TIMEOUT_S + GRACE_S, took
     for log in logs:  # a connection that carried leftovers never carried another request
         assert log.tainted_after is None or log.posts == log.tainted_after, logs
+
+
+async def _closes_on_reuse(wire: Wire) -> None:
+    """Answers the first POST of a connection in full, keeps it open, then closes it
+    without a byte when the client reuses it: a stale keep-alive connection."""
+    if wire.log.posts > 1:
+        wire.close()
+        return
+    await wire.write(head("200 OK", "transfer-encoding: chunked") + chunked(STREAM))
+
+
+def test_a_reused_connection_closed_without_an_answer_is_retried_on_a_new_one() -> None:
+    # llama.cpp closes kept-alive connections without a word; when its FIN lands just
+    # after the pool's reuse check, the request must not be lost.
+    with HostileServer(_closes_on_reuse) as server:
+        result = drive_with("hot", plan_at([0.0, 0.4, 0.8]), Target(server.url, "m"))
+        logs = list(server.logs)
+    assert [r.status for r in result.records] == [Status.OK] * 3, [r.error for r in result.records]
+    # Each reuse was refused once and the request answered on a new connection.
+    assert [log.posts for log in logs if log.posts] == [2, 2, 1]
