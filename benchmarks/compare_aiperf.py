@@ -2,8 +2,8 @@
 
 AIPerf is never a dependency: install it in its own venv and point ``--aiperf`` at it::
 
-    python3 -m venv /work/bench-venv && /work/bench-venv/bin/pip install aiperf
-    .venv/bin/python benchmarks/compare_aiperf.py --aiperf /work/bench-venv/bin/aiperf
+    python3 -m venv .bench-venv && .bench-venv/bin/pip install aiperf
+    .venv/bin/python benchmarks/compare_aiperf.py --aiperf .bench-venv/bin/aiperf
 
 For each rate, starts ``fast_server.py`` pinned to ``--server-cpu`` (true TTFT =
 ``--ttft-ms`` after arrival, one chunk every ``--gap-ms``), runs AIPerf pinned to
@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from bench_load import start_server
+
+# The peer tools live in folders beside the checkout (see docs/performance.md).
+ROOT = Path(__file__).resolve().parent.parent
 
 RUN_TIMEOUT_S = 600
 
@@ -70,7 +73,7 @@ def one_rate(args: argparse.Namespace, rate: float) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--aiperf", default="/work/bench-venv/bin/aiperf")
+    parser.add_argument("--aiperf", default=str(ROOT / ".bench-venv" / "bin" / "aiperf"))
     parser.add_argument("--rates", default="25,50,100,200")
     parser.add_argument("--duration", type=float, default=10.0, help="requests = rate * this")
     parser.add_argument("--tokens", type=int, default=64)
@@ -81,7 +84,7 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8998)
     parser.add_argument(
         "--tokenizer",
-        default="/work/bench-tokenizer",
+        default=str(ROOT / ".bench-tokenizer"),
         help="a local HF tokenizer folder (AIPerf's 'builtin' downloads tiktoken files)",
     )
     parser.add_argument("--json", type=Path, default=None)

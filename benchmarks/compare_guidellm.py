@@ -4,9 +4,9 @@ guidellm is never a dependency and never imported: it runs as a subprocess from 
 venv (``--guidellm``). guidellm >= 0.4 requires torch, and PyPI's Linux torch pulls the
 CUDA stack (~6 GB), so this uses 0.3.1, the last release without torch::
 
-    python3 -m venv /work/bench-venv-guidellm
-    /work/bench-venv-guidellm/bin/pip install guidellm==0.3.1
-    .venv/bin/python benchmarks/compare_guidellm.py --processor /work/bench-tokenizer-bpe
+    python3 -m venv .bench-venv-guidellm
+    .bench-venv-guidellm/bin/pip install guidellm==0.3.1
+    .venv/bin/python benchmarks/compare_guidellm.py --processor .bench-tokenizer-bpe
 
 ``--processor`` is a local Hugging Face tokenizer folder (no hub access is needed or
 made: HF_HUB_OFFLINE=1). Per rate, our side runs ``bench_load.py`` (its own server and
@@ -37,6 +37,9 @@ from typing import Any
 
 import numpy as np
 from bench_load import start_server
+
+# The peer tools live in folders beside the checkout (see docs/performance.md).
+ROOT = Path(__file__).resolve().parent.parent
 
 HERE = Path(__file__).resolve().parent
 RUN_TIMEOUT_S = 300
@@ -169,8 +172,12 @@ def show(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--guidellm", default="/work/bench-venv-guidellm/bin/guidellm")
-    parser.add_argument("--processor", default="/work/bench-tokenizer-bpe", help="local folder")
+    parser.add_argument(
+        "--guidellm", default=str(ROOT / ".bench-venv-guidellm" / "bin" / "guidellm")
+    )
+    parser.add_argument(
+        "--processor", default=str(ROOT / ".bench-tokenizer-bpe"), help="local folder"
+    )
     parser.add_argument("--rates", default="50,100,200")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per rate")
     parser.add_argument("--arrival", default="constant", choices=("constant", "poisson"))

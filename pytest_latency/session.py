@@ -228,8 +228,8 @@ class LatencySession:
                 f"{self.baseline.path} holds no run for {key!r} (it holds: {known})"
             )
             return
-        identity = {"kind": result.server.kind, "model": result.server.model}
-        identity["api"] = result.server.api
+        server = result.server
+        identity = {"kind": server.kind, "model": server.model, "api": server.api}
         differing = mismatches(stored[-1], result.workload.to_json(), identity)
         if differing and not self.options.allow_baseline_mismatch:
             result.baseline_problem = (

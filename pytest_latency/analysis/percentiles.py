@@ -194,6 +194,21 @@ def dependent_ranks(
     )
 
 
+def quantile_dependence(
+    values: np.ndarray,
+    q: float,
+    episodes: np.ndarray | None = None,
+    phases: np.ndarray | None = None,
+) -> Dependence:
+    """The design effect of the count of ``values`` under their sample q-quantile."""
+    n = int(values.size)
+    if n == 0:
+        return independent(0)
+    rank = min(n - 1, max(0, math.ceil(q * n) - 1))
+    level = order_statistics(values, [rank])[rank]
+    return count_dependence(values <= level, episodes, values, phases)
+
+
 def correlated_quantile_bounds(
     values: np.ndarray,
     q: float,
@@ -214,9 +229,7 @@ def correlated_quantile_bounds(
         return QuantileBounds(-math.inf, math.inf, independent(0))
     if np.isnan(samples).any():
         raise ValueError("samples contain NaN")
-    rank = min(n - 1, max(0, math.ceil(q * n) - 1))
-    level = order_statistics(samples, [rank])[rank]
-    dependence = count_dependence(samples <= level, episodes, samples, phases)
+    dependence = quantile_dependence(samples, q, episodes, phases)
     lower_rank, upper_rank = dependent_ranks(n, q, confidence, dependence)
     wanted = [r - 1 for r in (lower_rank, upper_rank) if r is not None]
     ordered = order_statistics(samples, wanted)

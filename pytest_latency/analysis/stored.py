@@ -27,12 +27,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_latency.analysis.compare import RatioResult, _ratio_result, classify_ratio
-from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
+from pytest_latency.analysis.compare import (
+    RatioResult,
+    _ratio_result,
+    classify_ratio,
+    compare_quantiles,
+)
+from pytest_latency.analysis.dependence import Dependence
 from pytest_latency.analysis.percentiles import (
     dependent_ranks,
     order_statistics,
     percentile,
+    quantile_dependence,
 )
 from pytest_latency.analysis.samples import Series
 
@@ -57,20 +63,13 @@ class LogQuantile:
 
 def series_dependence(series: Series, q: float) -> Dependence:
     """The design effect of the count under the run's sample q-quantile."""
-    values = series.values
-    n = series.n
-    if n == 0:
-        return independent(0)
-    rank = min(n - 1, max(0, math.ceil(q * n) - 1))
-    level = order_statistics(values, [rank])[rank]
-    return count_dependence(values <= level, series.episodes, values, series.phases)
+    return quantile_dependence(series.values, q, series.episodes, series.phases)
 
 
-def log_quantile(series: Series, q: float) -> LogQuantile | None:
+def log_quantile(series: Series, q: float, dependence: Dependence) -> LogQuantile | None:
     """The run's log quantile with an order-statistic standard error; None if not usable."""
     values = series.values
     n = series.n
-    dependence = series_dependence(series, q)
     if n == 0 or dependence.n_effective * min(q, 1.0 - q) < MIN_TAIL_FOR_LOG_RATIO:
         return None
     lower_rank, upper_rank = dependent_ranks(n, q, _SE_LEVEL, dependence)
@@ -99,10 +98,9 @@ def compare_to_baseline(
     ``history`` holds the baseline runs of the same test (oldest first), ``candidate``
     the new run; both as per-request series in send order.
     """
-    from pytest_latency.analysis.compare import compare_quantiles
-
-    candidate_quantile = log_quantile(candidate, q)
-    baseline_quantiles = [log_quantile(run, q) for run in history]
+    candidate_dependence = series_dependence(candidate, q)
+    candidate_quantile = log_quantile(candidate, q, candidate_dependence)
+    baseline_quantiles = [log_quantile(run, q, series_dependence(run, q)) for run in history]
     pooled = np.concatenate([run.values for run in history]) if history else np.empty(0)
     baseline_estimate = percentile(pooled, q * 100.0)
     limit = 1.0 + max_regression
@@ -112,11 +110,9 @@ def compare_to_baseline(
     if candidate_quantile is None or len(usable) != len(history) or not history:
         # Too few effective samples, or failures reach the interval: exact union bounds.
         result = compare_quantiles(pooled, candidate.values, q, limit - 1.0, confidence=confidence)
-        return result, series_dependence(candidate, q).n_effective
-    return (
-        _log_ratio_test(usable, candidate_quantile, limit, confidence, q),
-        candidate_quantile.dependence.n_effective,
-    )
+    else:
+        result = _log_ratio_test(usable, candidate_quantile, limit, confidence, q)
+    return result, candidate_dependence.n_effective
 
 
 def _log_ratio_test(
