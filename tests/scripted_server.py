@@ -112,16 +112,15 @@ def usage_chunk(completion_tokens: int) -> bytes:
     )
 
 
-class ScriptedServer:
-    """Start with :meth:`start`, route models to scripts, read :attr:`exchanges`."""
+class LoopServer:
+    """An asyncio server on 127.0.0.1 in its own thread and event loop.
+
+    Subclasses serve one connection in :meth:`_serve`; :meth:`start` / :meth:`stop` run
+    and end the loop, cancelling connections still open.
+    """
 
     def __init__(self) -> None:
-        self.routes: dict[str, ScriptFactory] = {}
-        self.exchanges: list[Exchange] = []
-        self.connections = 0
-        self.gets = 0
         self.port = 0
-        self._counts: dict[str, int] = {}
         self._loop = asyncio.new_event_loop()
         self._tasks: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
@@ -130,12 +129,6 @@ class ScriptedServer:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
-
-    def route(self, model: str, script: Script | ScriptFactory) -> None:
-        self.routes[model] = script if callable(script) else (lambda _index: script)
-
-    def by_trace(self) -> dict[str, Exchange]:
-        return {exchange.trace_id: exchange for exchange in self.exchanges}
 
     def start(self) -> None:
         self._thread.start()
@@ -164,15 +157,39 @@ class ScriptedServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        self.connections += 1
         try:
-            while await self._one_request(reader, writer):
-                pass
+            await self._serve(reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
             pass  # client went away, or the server is shutting down
         finally:
             self._tasks.discard(task)
             writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class ScriptedServer(LoopServer):
+    """Start with :meth:`start`, route models to scripts, read :attr:`exchanges`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.routes: dict[str, ScriptFactory] = {}
+        self.exchanges: list[Exchange] = []
+        self.connections = 0
+        self.gets = 0
+        self._counts: dict[str, int] = {}
+
+    def route(self, model: str, script: Script | ScriptFactory) -> None:
+        self.routes[model] = script if callable(script) else (lambda _index: script)
+
+    def by_trace(self) -> dict[str, Exchange]:
+        return {exchange.trace_id: exchange for exchange in self.exchanges}
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        while await self._one_request(reader, writer):
+            pass
 
     async def _one_request(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter

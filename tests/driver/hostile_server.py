@@ -14,9 +14,10 @@ import asyncio
 import json
 import socket
 import struct
-import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+from scripted_server import LoopServer
 
 
 @dataclass
@@ -63,72 +64,39 @@ class Wire:
 Script = Callable[[Wire], Awaitable[None]]
 
 
-class HostileServer:
+class HostileServer(LoopServer):
     def __init__(self, script: Script) -> None:
+        super().__init__()
         self.script = script
-        self.port = 0
         self.logs: list[ConnectionLog] = []
-        self._loop = asyncio.new_event_loop()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._server: asyncio.Server | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> HostileServer:
-        self._thread.start()
-        self.port = asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(5)
+        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
+        self.stop()
 
-    async def _listen(self) -> int:
-        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
-        port: int = self._server.sockets[0].getsockname()[1]
-        return port
-
-    async def _shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         log = ConnectionLog()
         self.logs.append(log)
         wire = Wire(writer, log)
-        try:
-            while not wire.closed:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.decode("latin-1").split("\r\n")[1:]:
-                    name, _, value = line.partition(":")
-                    if name.strip().lower() == "content-length":
-                        length = int(value)
-                await reader.readexactly(length)
-                if head.startswith(b"GET"):
-                    body = b'{"object":"list","data":[]}'
-                    await wire.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
-                    )
-                    continue
-                log.posts += 1
-                await self.script(wire)
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            pass  # the client went away, or the server is shutting down
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+        while not wire.closed:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = 0
+            for line in head.decode("latin-1").split("\r\n")[1:]:
+                name, _, value = line.partition(":")
+                if name.strip().lower() == "content-length":
+                    length = int(value)
+            await reader.readexactly(length)
+            if head.startswith(b"GET"):
+                body = b'{"object":"list","data":[]}'
+                await wire.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                continue
+            log.posts += 1
+            await self.script(wire)
 
 
 def sse(obj: object) -> bytes:
