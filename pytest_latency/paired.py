@@ -48,7 +48,7 @@ class PairedComparison:
         ]
 
     def decide(
-        self, metric: str, *, p: float, max_regression: str | float, phase: str | None = None
+        self, metric: str, *, p: float, max_regression: str, phase: str | None = None
     ) -> ObjectiveResult:
         goal = objective(metric, p=p, max_regression=max_regression, phase=phase)
         assert goal.max_regression is not None
@@ -63,7 +63,7 @@ class PairedComparison:
         return result
 
     def assert_no_regression(
-        self, metric: str, *, p: float, max_regression: str | float, phase: str | None = None
+        self, metric: str, *, p: float, max_regression: str, phase: str | None = None
     ) -> ObjectiveResult:
         """Fail when the candidate is slower than baseline by more than ``max_regression``."""
         __tracebackhide__ = True

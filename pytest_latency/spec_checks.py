@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Sequence
 
 from pytest_latency._units import parse_duration
@@ -171,3 +172,30 @@ def as_flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {shown(value)}")
     return value
+
+
+_GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
+
+
+def parse_gpus(value: object) -> str:
+    """GPUs as Docker's ``--gpus`` takes them; ValueError otherwise.
+
+    ``all``; a count (``2``: any two GPUs); or device ids: ``device=1`` for one device,
+    ``0,1`` or ``device=0,1`` for several, ``GPU-<uuid>`` as well. A bare single number
+    is a count, as in Docker; ``0`` is refused (leave gpus out for none).
+    """
+    problem = f"gpus must be all, a count, or device ids (device=1, 0,1); got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(problem)
+    text = str(value).strip()
+    if text == "all" or (text.isdigit() and int(text) > 0):
+        return text
+    names_devices = "," in text or text.startswith("device=") or not text.isdigit()
+    if names_devices and all(_GPU_ID.fullmatch(part) for part in gpu_ids(text)):
+        return text
+    raise ValueError(problem)
+
+
+def gpu_ids(gpus: str) -> list[str]:
+    """The device ids a ``gpus`` value names (``device=1``, ``0,1``, ``GPU-<uuid>``)."""
+    return [part.strip() for part in gpus.removeprefix("device=").split(",")]

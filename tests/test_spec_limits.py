@@ -143,8 +143,10 @@ STEADY = Phase("steady", rate=5, duration_s=1)
         lambda: objective(5, p=95, max="1s"),  # type: ignore[arg-type]
         lambda: objective("ttft", p="95", max="1s"),  # type: ignore[arg-type]
         lambda: objective("ttft", p=math.nan, max="1s"),
-        lambda: objective("ttft", p=95, max=math.inf),
-        lambda: objective("ttft", p=95, max=10**400),
+        lambda: objective("ttft", p=95, max=math.inf),  # type: ignore[arg-type]
+        lambda: objective("ttft", p=95, max=10**400),  # type: ignore[arg-type]
+        lambda: objective("ttft", p=95, max_s=math.inf),
+        lambda: objective("ttft", p=95, max_ms=10**400),
         lambda: objective("ttft", p=95, max=[1]),  # type: ignore[arg-type]
         lambda: objective("ttft", p=95, max_regression="10%", min_change=math.inf),
         lambda: objective("ttft", p=95, max="1s", phase=3),  # type: ignore[arg-type]
