@@ -250,7 +250,7 @@ class Objective:
 
     def _check_latency(self) -> None:
         where = f"objective {self.metric}: "
-        check.number("p", self.p, above=0, below=100, what=where + "p (a percentile)")
+        check.percentile("p", self.p, what=where + "p")
         if self.max_s is not None:
             check.number("max_s", self.max_s, above=0, at_most=MAX_DURATION_S, what=where + "max")
         if self.max_regression is not None:
@@ -276,16 +276,23 @@ class Objective:
 
     @property
     def relative(self) -> bool:
+        """Decided against a baseline (``max_regression``) rather than an absolute limit."""
         return self.max_regression is not None
 
     @property
-    def label(self) -> str:
-        scope = [self.phase] if self.phase else []
+    def scope(self) -> str:
+        """Which requests the objective is about: ``"steady, input 1-256"``, or ``""`` for all."""
+        parts = [self.phase] if self.phase else []
         if self.input_tokens:
-            scope.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
+            parts.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
         if self.output_tokens:
-            scope.append(f"output {self.output_tokens[0]}-{self.output_tokens[1]}")
-        where = f" [{', '.join(scope)}]" if scope else ""
+            parts.append(f"output {self.output_tokens[0]}-{self.output_tokens[1]}")
+        return ", ".join(parts)
+
+    @property
+    def label(self) -> str:
+        """The objective as reports print it: ``ttft p95 <= 700ms [steady]``."""
+        where = f" [{self.scope}]" if self.scope else ""
         if self.metric == "error_rate":
             return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
         if self.max_regression is not None:

@@ -73,6 +73,30 @@ def number(
     return result
 
 
+def percentile(field: str, value: object, *, what: str = "p") -> float:
+    """A percentile written as a percentage, 1 < p < 100: 50, 95, 99.9.
+
+    0 < p <= 1 reads as a fraction (0.95 for p95), the commonest slip, so it is refused
+    with the fix. p100, the maximum, is refused too: no sample bounds it (the next
+    request may be slower than any seen), so an objective on it could never pass.
+    """
+    result = number(field, value, what=what)
+    if 0 < result < 1:
+        problem = f"{what} is a percentile: use {result * 100:.15g}, not {result:.15g}"
+    elif result == 1:
+        problem = f"{what}=1 reads as a fraction (100%): write a percentile such as 50, 95 or 99"
+    elif result == 100:
+        problem = (
+            f"{what} must be below 100: the maximum cannot be bounded from a sample (the next"
+            " request may be slower than any seen); use 99.9, or itl_max for a stall"
+        )
+    elif not 1 < result < 100:
+        problem = f"{what} must be a percentile between 1 and 100 (exclusive), got {shown(value)}"
+    else:
+        return result
+    raise FieldError(field, problem)
+
+
 def whole(field: str, value: object, low: int, high: int, *, what: str = "") -> int:
     """An integer (not bool) in ``low..high`` inclusive."""
     label = what or field

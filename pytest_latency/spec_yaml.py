@@ -354,6 +354,8 @@ def load_slo_file(path: Path) -> SloSpec:
         raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
     names = {phase.name for phase in workload.phases}
     objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
+    if not objectives:  # a test that asserts nothing would always pass
+        raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
