@@ -50,6 +50,7 @@ class PairedComparison:
     def decide(
         self, metric: str, *, p: float, max_regression: str, phase: str | None = None
     ) -> ObjectiveResult:
+        """The verdict on ``metric`` at ``p`` over the ABBA groups, without raising on FAIL."""
         goal = objective(metric, p=p, max_regression=max_regression, phase=phase)
         assert goal.max_regression is not None
         pairs = abba_groups(self.block_statistics(metric, p, phase))

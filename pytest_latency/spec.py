@@ -162,9 +162,11 @@ class Workload:
         return self.repeat * self.episode_s + (self.repeat - 1) * self.cooldown_s
 
     def episode_start_s(self, episode: int) -> float:
+        """When episode ``episode`` (0-based) starts, in seconds from the run's start."""
         return episode * (self.episode_s + self.cooldown_s)
 
     def phase_start_s(self, name: str, episode: int = 0) -> float:
+        """When phase ``name`` starts in ``episode``; KeyError for an unknown name."""
         start = self.episode_start_s(episode)
         for phase in self.phases:
             if phase.name == name:

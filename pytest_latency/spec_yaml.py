@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from keyword import iskeyword
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -45,6 +46,7 @@ class SloSpec:
     workload: Workload
     objectives: tuple[Objective, ...]
     server: ServerSpec | None
+    markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
 
 
 class _Context:
@@ -298,7 +300,21 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("server", "workload", "objectives", "description")
+_TOP_KEYS = ("server", "workload", "objectives", "description", "markers")
+
+
+def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
+    """``markers: [slow, gpu]``: names of pytest markers, as in ``@pytest.mark.slow``."""
+    if not isinstance(value, _List):
+        raise context.fail(line, "markers", "expected a list of marker names, e.g. [slow]")
+    for index, (name, item_line) in enumerate(zip(value, value.item_lines, strict=True)):
+        if not isinstance(name, str) or not name.isidentifier() or iskeyword(name):
+            raise context.fail(
+                item_line,
+                f"markers[{index}]",
+                f"a marker is a name such as slow or gpu_a100, got {check.shown(name)}",
+            )
+    return tuple(value)
 
 
 def _load_top(context: _Context) -> _Map:
@@ -359,4 +375,11 @@ def load_slo_file(path: Path) -> SloSpec:
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
-    return SloSpec(path=path, workload=workload, objectives=objectives, server=server)
+    markers = (
+        _parse_markers(context, top["markers"], top.key_lines["markers"])
+        if "markers" in top
+        else ()
+    )
+    return SloSpec(
+        path=path, workload=workload, objectives=objectives, server=server, markers=markers
+    )
