@@ -149,3 +149,15 @@ def test_command_line_durations_need_a_unit_too(pytester):
     assert pytester.runpytest("--latency-metrics-interval", "0").ret == (
         pytest.ExitCode.NO_TESTS_COLLECTED
     )
+
+
+def test_a_server_startup_timeout_needs_a_unit():
+    from pytest_latency.servers import ServerStartError
+    from pytest_latency.servers.container import startup_timeout
+    from pytest_latency.spec import ServerSpec
+
+    spec = ServerSpec(kind="llamacpp", options={"startup_timeout": "10m"})
+    assert startup_timeout(spec, 120.0) == 600.0
+    bare = ServerSpec(kind="llamacpp", options={"startup_timeout": 600})
+    with pytest.raises(ServerStartError, match=r"startup_timeout: 600 needs a unit: .* 600s\?"):
+        startup_timeout(bare, 120.0)
