@@ -48,8 +48,9 @@ class PairedComparison:
         ]
 
     def decide(
-        self, metric: str, *, p: float, max_regression: str | float, phase: str | None = None
+        self, metric: str, *, p: float, max_regression: str, phase: str | None = None
     ) -> ObjectiveResult:
+        """The verdict on ``metric`` at ``p`` over the ABBA groups, without raising on FAIL."""
         goal = objective(metric, p=p, max_regression=max_regression, phase=phase)
         assert goal.max_regression is not None
         pairs = abba_groups(self.block_statistics(metric, p, phase))
@@ -63,7 +64,7 @@ class PairedComparison:
         return result
 
     def assert_no_regression(
-        self, metric: str, *, p: float, max_regression: str | float, phase: str | None = None
+        self, metric: str, *, p: float, max_regression: str, phase: str | None = None
     ) -> ObjectiveResult:
         """Fail when the candidate is slower than baseline by more than ``max_regression``."""
         __tracebackhide__ = True

@@ -76,18 +76,22 @@ class RequestRecord:
 
     @property
     def ok(self) -> bool:
+        """The request completed (status ``ok``)."""
         return self.status is Status.OK
 
     @property
     def schedule_lag_s(self) -> float | None:
+        """How late the generator sent it (actual minus planned send time); None if unsent."""
         return None if self.sent_s is None else self.sent_s - self.intended_s
 
     @property
     def ttft_s(self) -> float | None:
+        """Time to first content token, from the planned send time; None if none came."""
         return None if self.first_token_s is None else self.first_token_s - self.intended_s
 
     @property
     def e2e_s(self) -> float | None:
+        """End to end, from the planned send time to the last byte; None if it never ended."""
         return None if self.end_s is None else self.end_s - self.intended_s
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_latency import spec_checks as check
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
@@ -14,7 +15,7 @@ from pytest_latency.analysis.objectives import (
     spent_confidence,
 )
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
-from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.analysis.samples import LATENCY_METRICS, metric_samples
 from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.records import RequestRecord
@@ -58,6 +59,7 @@ class LatencyResult:
 
     @property
     def offered(self) -> int:
+        """How many requests the run offered (sent or not): one record each."""
         return len(self.records)
 
     def phase_records(self, phase: str | None = None) -> list[RequestRecord]:
@@ -75,17 +77,19 @@ class LatencyResult:
         return in_scope(self.records, objective)
 
     def percentile(self, metric: str, p: float, phase: str | None = None) -> float:
-        """``metric`` at percentile ``p`` (0 < p < 100), in seconds, as verdicts count it.
+        """``metric`` at percentile ``p`` (95, not 0.95; 1 < p < 100), in seconds.
 
-        Failed requests count as unbounded (``inf``) and ITL is each request's median gap,
-        so this is the estimate a verdict on the same scope prints.
+        Counted as verdicts count it: failed requests are unbounded (``inf``) and ITL is
+        each request's median gap, so this is the estimate a verdict on the same scope
+        prints. NaN when the scope has no value. A bad ``metric``, ``p`` or ``phase`` is
+        a SpecError saying what to write instead.
         """
-        if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 < p < 100.0:
-            hint = f"; use {p * 100:g}, not {p!r}" if isinstance(p, float) and 0 < p < 1 else ""
-            raise SpecError(f"percentile p must lie in (0, 100), got {p!r}{hint}")
+        check.choice("metric", metric, LATENCY_METRICS, what="percentile metric")
+        check.percentile("p", p, what="percentile p")
         return percentile(metric_samples(self.phase_records(phase), metric), p)
 
     def summaries(self) -> list[PhaseSummary]:
+        """One summary per phase, in order: counts, rates and percentiles of each metric."""
         columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
         return [
             summarise_phase(phase, self.workload.phase_windows(phase.name), columns)
@@ -97,7 +101,18 @@ class LatencyResult:
         return diagnose(self.records, self.workload, self.server_metrics)
 
     def evaluate(self, objectives: Sequence[Objective]) -> list[ObjectiveResult]:
-        """Decide ``objectives`` together (their confidence shared) and keep the results."""
+        """Decide ``objectives`` together (their confidence shared) and keep the results.
+
+        Returns one result per objective without raising on a failed one (see
+        :meth:`assert_slo` for that). An objective whose scope holds no request is
+        INCONCLUSIVE and says so ("no requests in cohort ...").
+        """
+        for objective in objectives:
+            if not isinstance(objective, Objective):
+                raise SpecError(
+                    f"expected Objective objects (from objective(...)), got {objective!r}:"
+                    " pass them as separate arguments, e.g. assert_slo(*objectives)"
+                )
         if self.error_budget is not None:
             confidence = self.error_budget.take(len(objectives), self.confidence)
         else:
@@ -128,7 +143,10 @@ class LatencyResult:
         """
         __tracebackhide__ = True
         if not objectives:
-            raise SpecError("assert_slo() needs at least one objective")
+            raise SpecError(
+                "assert_slo() was given no objectives, so it would assert nothing: pass at"
+                ' least one, e.g. assert_slo(objective("ttft", p=95, max="700ms"))'
+            )
         results = self.evaluate(objectives)
         if self.gate is not None:
             self.gate(self, results)

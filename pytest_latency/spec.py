@@ -6,13 +6,14 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
 from pytest_latency import spec_checks as check
-from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.errors import SpecError as SpecError  # re-exported
+from pytest_latency.spec_checks import gpu_ids as gpu_ids  # re-exported
+from pytest_latency.spec_checks import parse_gpus as parse_gpus  # re-exported
+from pytest_latency.spec_units import objective_limits
 
 Arrival = Literal["constant", "poisson", "gamma"]
 Api = Literal["chat", "completions"]
@@ -161,9 +162,11 @@ class Workload:
         return self.repeat * self.episode_s + (self.repeat - 1) * self.cooldown_s
 
     def episode_start_s(self, episode: int) -> float:
+        """When episode ``episode`` (0-based) starts, in seconds from the run's start."""
         return episode * (self.episode_s + self.cooldown_s)
 
     def phase_start_s(self, name: str, episode: int = 0) -> float:
+        """When phase ``name`` starts in ``episode``; KeyError for an unknown name."""
         start = self.episode_start_s(episode)
         for phase in self.phases:
             if phase.name == name:
@@ -249,7 +252,7 @@ class Objective:
 
     def _check_latency(self) -> None:
         where = f"objective {self.metric}: "
-        check.number("p", self.p, above=0, below=100, what=where + "p (a percentile)")
+        check.percentile("p", self.p, what=where + "p")
         if self.max_s is not None:
             check.number("max_s", self.max_s, above=0, at_most=MAX_DURATION_S, what=where + "max")
         if self.max_regression is not None:
@@ -275,16 +278,23 @@ class Objective:
 
     @property
     def relative(self) -> bool:
+        """Decided against a baseline (``max_regression``) rather than an absolute limit."""
         return self.max_regression is not None
 
     @property
-    def label(self) -> str:
-        scope = [self.phase] if self.phase else []
+    def scope(self) -> str:
+        """Which requests the objective is about: ``"steady, input 1-256"``, or ``""`` for all."""
+        parts = [self.phase] if self.phase else []
         if self.input_tokens:
-            scope.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
+            parts.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
         if self.output_tokens:
-            scope.append(f"output {self.output_tokens[0]}-{self.output_tokens[1]}")
-        where = f" [{', '.join(scope)}]" if scope else ""
+            parts.append(f"output {self.output_tokens[0]}-{self.output_tokens[1]}")
+        return ", ".join(parts)
+
+    @property
+    def label(self) -> str:
+        """The objective as reports print it: ``ttft p95 <= 700ms [steady]``."""
+        where = f" [{self.scope}]" if self.scope else ""
         if self.metric == "error_rate":
             return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
         if self.max_regression is not None:
@@ -328,67 +338,51 @@ class ServerSpec:
                 raise SpecError(str(error)) from None
 
 
-_GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
-
-
-def parse_gpus(value: object) -> str:
-    """GPUs as Docker's ``--gpus`` takes them; ValueError otherwise.
-
-    ``all``; a count (``2``: any two GPUs); or device ids: ``device=1`` for one device,
-    ``0,1`` or ``device=0,1`` for several, ``GPU-<uuid>`` as well. A bare single number
-    is a count, as in Docker; ``0`` is refused (leave gpus out for none).
-    """
-    problem = f"gpus must be all, a count, or device ids (device=1, 0,1); got {value!r}"
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise ValueError(problem)
-    text = str(value).strip()
-    if text == "all" or (text.isdigit() and int(text) > 0):
-        return text
-    names_devices = "," in text or text.startswith("device=") or not text.isdigit()
-    if names_devices and all(_GPU_ID.fullmatch(part) for part in gpu_ids(text)):
-        return text
-    raise ValueError(problem)
-
-
-def gpu_ids(gpus: str) -> list[str]:
-    """The device ids a ``gpus`` value names (``device=1``, ``0,1``, ``GPU-<uuid>``)."""
-    return [part.strip() for part in gpus.removeprefix("device=").split(",")]
-
-
 def objective(
     metric: str,
     *,
-    max: str | float | None = None,
+    max: str | None = None,
     p: float | None = None,
     phase: str | None = None,
-    max_regression: str | float | None = None,
+    max_regression: str | None = None,
     input_tokens: tuple[int, int] | None = None,
     output_tokens: tuple[int, int] | None = None,
-    min_change: str | float | None = None,
+    min_change: str | None = None,
+    max_s: float | None = None,
+    max_ms: float | None = None,
+    max_fraction: float | None = None,
+    min_change_s: float | None = None,
 ) -> Objective:
-    """An objective with human units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
+    """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
-    ``max`` is a duration (``"700ms"``, or seconds as a number) for latency metrics and a
-    percentage (``"1%"``, or a fraction) for ``error_rate``; ``max_regression`` is a
-    percentage against the baseline (``"10%"``), and ``min_change`` an absolute floor on a
-    relative regression (``"2ms"``; default none).
+    Give one limit. ``max`` is a string with its unit: a duration (``"700ms"``, ``"2s"``)
+    for latency metrics, a percentage (``"1%"``) for ``error_rate``. To pass numbers,
+    name the unit in the keyword instead: ``max_s=0.7`` or ``max_ms=700``, and
+    ``max_fraction=0.01`` for ``error_rate``. A bare number in ``max`` is a SpecError
+    showing the fix. ``max_regression`` is a percentage against the baseline
+    (``"10%"``), and ``min_change`` (or ``min_change_s``) an absolute floor on a relative
+    regression (``"2ms"``; default none). ``p`` is a percentile: 95, not 0.95.
     """
     check.choice("metric", metric, METRICS, what="objective metric")
-    try:
-        limit = None
-        if max is not None:
-            limit = parse_fraction(max) if metric == "error_rate" else parse_duration(max)
-        regression = None if max_regression is None else parse_fraction(max_regression)
-        floor = 0.0 if min_change is None else parse_duration(min_change)
-    except ValueError as error:
-        raise SpecError(f"objective {metric}: {error}") from None
+    limits = objective_limits(
+        metric,
+        {
+            "max": max,
+            "max_s": max_s,
+            "max_ms": max_ms,
+            "max_fraction": max_fraction,
+            "max_regression": max_regression,
+            "min_change": min_change,
+            "min_change_s": min_change_s,
+        },
+    )
     return Objective(
         metric=cast(Metric, metric),  # validated in __post_init__
-        max_s=limit,
+        max_s=limits.max_s,
         p=p,
         phase=phase,
-        max_regression=regression,
+        max_regression=limits.max_regression,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        min_change_s=floor,
+        min_change_s=limits.min_change_s,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Sequence
 
 from pytest_latency._units import parse_duration
@@ -70,6 +71,30 @@ def number(
         wanted = " and ".join(text for _, text in limits if text)
         raise FieldError(field, f"{label} must be {wanted}, got {shown(value)}")
     return result
+
+
+def percentile(field: str, value: object, *, what: str = "p") -> float:
+    """A percentile written as a percentage, 1 < p < 100: 50, 95, 99.9.
+
+    0 < p <= 1 reads as a fraction (0.95 for p95), the commonest slip, so it is refused
+    with the fix. p100, the maximum, is refused too: no sample bounds it (the next
+    request may be slower than any seen), so an objective on it could never pass.
+    """
+    result = number(field, value, what=what)
+    if 0 < result < 1:
+        problem = f"{what} is a percentile: use {result * 100:.15g}, not {result:.15g}"
+    elif result == 1:
+        problem = f"{what}=1 reads as a fraction (100%): write a percentile such as 50, 95 or 99"
+    elif result == 100:
+        problem = (
+            f"{what} must be below 100: the maximum cannot be bounded from a sample (the next"
+            " request may be slower than any seen); use 99.9, or itl_max for a stall"
+        )
+    elif not 1 < result < 100:
+        problem = f"{what} must be a percentile between 1 and 100 (exclusive), got {shown(value)}"
+    else:
+        return result
+    raise FieldError(field, problem)
 
 
 def whole(field: str, value: object, low: int, high: int, *, what: str = "") -> int:
@@ -171,3 +196,30 @@ def as_flag(value: object) -> bool:
     if not isinstance(value, bool):
         raise ValueError(f"expected true or false, got {shown(value)}")
     return value
+
+
+_GPU_ID = re.compile(r"\d+|(GPU|MIG)-[0-9A-Za-z/-]+")
+
+
+def parse_gpus(value: object) -> str:
+    """GPUs as Docker's ``--gpus`` takes them; ValueError otherwise.
+
+    ``all``; a count (``2``: any two GPUs); or device ids: ``device=1`` for one device,
+    ``0,1`` or ``device=0,1`` for several, ``GPU-<uuid>`` as well. A bare single number
+    is a count, as in Docker; ``0`` is refused (leave gpus out for none).
+    """
+    problem = f"gpus must be all, a count, or device ids (device=1, 0,1); got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(problem)
+    text = str(value).strip()
+    if text == "all" or (text.isdigit() and int(text) > 0):
+        return text
+    names_devices = "," in text or text.startswith("device=") or not text.isdigit()
+    if names_devices and all(_GPU_ID.fullmatch(part) for part in gpu_ids(text)):
+        return text
+    raise ValueError(problem)
+
+
+def gpu_ids(gpus: str) -> list[str]:
+    """The device ids a ``gpus`` value names (``device=1``, ``0,1``, ``GPU-<uuid>``)."""
+    return [part.strip() for part in gpus.removeprefix("device=").split(",")]

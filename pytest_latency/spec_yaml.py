@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from keyword import iskeyword
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -11,6 +12,9 @@ import yaml
 
 from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency._yaml_lines import LineList as _List
+from pytest_latency._yaml_lines import LineLoader as _Loader
+from pytest_latency._yaml_lines import LineMap as _Map
 from pytest_latency.spec import (
     ARRIVALS,
     Arrival,
@@ -34,50 +38,6 @@ class SpecFileError(SpecError):
         super().__init__(f"{path}:{line}: {key}: {problem}")
 
 
-class _Map(dict[str, Any]):
-    """A mapping that remembers the line of each key (1-based)."""
-
-    line: int = 0
-    key_lines: dict[str, int]
-
-
-class _List(list[Any]):
-    line: int = 0
-    item_lines: list[int]
-
-
-class _Loader(yaml.SafeLoader):
-    pass
-
-
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> _Map:
-    loader.flatten_mapping(node)
-    result = _Map()
-    result.line = node.start_mark.line + 1
-    result.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        key = str(key)
-        if key in result:
-            raise yaml.MarkedYAMLError(
-                problem=f"duplicate key {key!r}", problem_mark=key_node.start_mark
-            )
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.key_lines[key] = key_node.start_mark.line + 1
-    return result
-
-
-def _construct_list(loader: _Loader, node: yaml.SequenceNode) -> _List:
-    result = _List(loader.construct_object(child, deep=True) for child in node.value)
-    result.line = node.start_mark.line + 1
-    result.item_lines = [child.start_mark.line + 1 for child in node.value]
-    return result
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_map)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_list)
-
-
 @dataclass(frozen=True, slots=True)
 class SloSpec:
     """One ``*.slo.yaml``: what to run, against what, and what must hold."""
@@ -86,6 +46,7 @@ class SloSpec:
     workload: Workload
     objectives: tuple[Objective, ...]
     server: ServerSpec | None
+    markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
 
 
 class _Context:
@@ -162,6 +123,7 @@ _OBJECTIVE_KEYS = (
     "metric",
     "p",
     "max",
+    "max_fraction",
     "max_regression",
     "min_change",
     "phase",
@@ -231,14 +193,12 @@ def _parse_objective(
     node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
     if "metric" not in node:
         raise context.fail(node.line, f"{key}.metric", "missing")
-    if ("max" in node) == ("max_regression" in node):
-        raise context.fail(node.line, f"{key}.max", "give exactly one of max or max_regression")
     metric = context.field(node, "metric", key, check.as_text)
 
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None
 
-    limit = optional("max", parse_fraction if metric == "error_rate" else parse_duration)
+    limit = _parse_limit(context, node, key, metric)
     phase = optional("phase", check.as_text)
     if phase is not None and phases is not None and phase not in phases:
         raise context.fail(
@@ -255,11 +215,46 @@ def _parse_objective(
             p=optional("p", check.as_number),
             phase=phase,
             max_regression=optional("max_regression", parse_fraction),
-            min_change_s=optional("min_change", parse_duration) or 0.0,
+            min_change_s=optional("min_change", _latency_duration) or 0.0,
             input_tokens=optional("input_tokens", check.as_token_range),
             output_tokens=optional("output_tokens", check.as_token_range),
         ),
     )
+
+
+_LIMIT_KEYS = ("max", "max_fraction", "max_regression")
+
+
+def _latency_duration(value: Any) -> float:
+    return parse_duration(value, guess="latency")
+
+
+def _percentage(value: Any) -> float:
+    return parse_fraction(value, fraction_key="max_fraction: ")
+
+
+def _fraction_number(value: Any) -> float:
+    return check.number("max_fraction", value, at_least=0, at_most=1, what="a fraction")
+
+
+def _parse_limit(context: _Context, node: _Map, key: str, metric: str) -> float | None:
+    """The objective's ``max`` or ``max_fraction`` (None: relative); exactly one limit."""
+    given = [name for name in _LIMIT_KEYS if name in node]
+    if len(given) != 1:
+        where = given[1] if given else "max"
+        raise context.fail(
+            node.key_lines.get(where, node.line),
+            f"{key}.{where}",
+            "give exactly one of " + ", ".join(_LIMIT_KEYS),
+        )
+    if metric == "error_rate":
+        if "max_fraction" in node:
+            return context.field(node, "max_fraction", key, _fraction_number)
+        return context.field(node, "max", key, _percentage) if "max" in node else None
+    if "max_fraction" in node:
+        problem = f"max_fraction is for error_rate; a {metric} limit is a duration: max: 700ms"
+        raise context.fail(node.key_lines["max_fraction"], f"{key}.max_fraction", problem)
+    return context.field(node, "max", key, _latency_duration) if "max" in node else None
 
 
 def _parse_objectives(
@@ -305,7 +300,21 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("server", "workload", "objectives", "description")
+_TOP_KEYS = ("server", "workload", "objectives", "description", "markers")
+
+
+def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
+    """``markers: [slow, gpu]``: names of pytest markers, as in ``@pytest.mark.slow``."""
+    if not isinstance(value, _List):
+        raise context.fail(line, "markers", "expected a list of marker names, e.g. [slow]")
+    for index, (name, item_line) in enumerate(zip(value, value.item_lines, strict=True)):
+        if not isinstance(name, str) or not name.isidentifier() or iskeyword(name):
+            raise context.fail(
+                item_line,
+                f"markers[{index}]",
+                f"a marker is a name such as slow or gpu_a100, got {check.shown(name)}",
+            )
+    return tuple(value)
 
 
 def _load_top(context: _Context) -> _Map:
@@ -361,7 +370,16 @@ def load_slo_file(path: Path) -> SloSpec:
         raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
     names = {phase.name for phase in workload.phases}
     objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
+    if not objectives:  # a test that asserts nothing would always pass
+        raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
-    return SloSpec(path=path, workload=workload, objectives=objectives, server=server)
+    markers = (
+        _parse_markers(context, top["markers"], top.key_lines["markers"])
+        if "markers" in top
+        else ()
+    )
+    return SloSpec(
+        path=path, workload=workload, objectives=objectives, server=server, markers=markers
+    )

@@ -40,6 +40,8 @@ class SloItem(pytest.Item):
     def __init__(self, *, spec: SloSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker("latency")  # so -m 'not latency' deselects spec files too
+        for name in spec.markers:  # the file's ``markers:``, for -m like any test's marks
+            self.add_marker(name)
         self.spec = spec
         self.result: LatencyResult | None = None
 

@@ -67,7 +67,7 @@ def test_verdicts_pass_fail_and_inconclusive():
     limit = objective("ttft", p=95, max="500ms")
     assert decide(limit, fast, 0.99).verdict is Verdict.PASS
     assert decide(limit, slow, 0.99).verdict is Verdict.FAIL
-    straddle = objective("ttft", p=95, max=f"{0.1 + 0.8 * 0.95:.3f}")
+    straddle = objective("ttft", p=95, max_s=0.1 + 0.8 * 0.95)
     assert decide(straddle, near, 0.99).verdict is Verdict.INCONCLUSIVE
     few = decide(objective("ttft", p=99, max="1s"), fast[:50], 0.99)
     assert few.verdict is Verdict.INCONCLUSIVE and "too few samples" in few.reason

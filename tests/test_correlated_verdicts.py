@@ -144,7 +144,7 @@ def quantile_rates(samples: np.ndarray, q: float, limit: float, *, serial: bool 
 
 def itl_rates(seed: int, n: int, limit_over_truth: float, reps: int = REPS) -> Rates:
     """``itl p50`` (per-request median gap) decided on records, as the plugin does."""
-    goal = objective("itl", p=50, max=itl_truth(0.5, pooled=False) * limit_over_truth)
+    goal = objective("itl", p=50, max_s=itl_truth(0.5, pooled=False) * limit_over_truth)
     rng = np.random.default_rng(seed)
     verdicts = [
         decide_objectives([goal], itl_records(itl_requests(rng, n)), confidence=CONFIDENCE)[0]

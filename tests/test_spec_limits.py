@@ -143,8 +143,10 @@ STEADY = Phase("steady", rate=5, duration_s=1)
         lambda: objective(5, p=95, max="1s"),  # type: ignore[arg-type]
         lambda: objective("ttft", p="95", max="1s"),  # type: ignore[arg-type]
         lambda: objective("ttft", p=math.nan, max="1s"),
-        lambda: objective("ttft", p=95, max=math.inf),
-        lambda: objective("ttft", p=95, max=10**400),
+        lambda: objective("ttft", p=95, max=math.inf),  # type: ignore[arg-type]
+        lambda: objective("ttft", p=95, max=10**400),  # type: ignore[arg-type]
+        lambda: objective("ttft", p=95, max_s=math.inf),
+        lambda: objective("ttft", p=95, max_ms=10**400),
         lambda: objective("ttft", p=95, max=[1]),  # type: ignore[arg-type]
         lambda: objective("ttft", p=95, max_regression="10%", min_change=math.inf),
         lambda: objective("ttft", p=95, max="1s", phase=3),  # type: ignore[arg-type]
@@ -177,6 +179,7 @@ KEYS = [
     "workload",
     "objectives",
     "description",
+    "markers",
     "seed",
     "input_tokens",
     "output_tokens",
@@ -194,6 +197,7 @@ KEYS = [
     "metric",
     "p",
     "max",
+    "max_fraction",
     "max_regression",
     "min_change",
     "phase",
@@ -212,6 +216,7 @@ SCALARS = st.one_of(
     st.sampled_from([2**63, 2**64, 10**400, -(10**400)]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from(["", "700ms", "1e400s", "30s", "5%", "150%", "ttft", "error_rate", "steady"]),
+    st.sampled_from(["700", "0.5", "slow", "not-a-name", "class"]),
     st.sampled_from(["poisson", "gamma", "chat", "sim", "url", "http://x", "all", "0,1"]),
     st.text(max_size=8),
 )
@@ -268,7 +273,7 @@ def _assert_within_limits(workload, objectives) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(document=st.dictionaries(st.sampled_from(KEYS[:4]), DOCUMENTS, max_size=4))
+@given(document=st.dictionaries(st.sampled_from(KEYS[:5]), DOCUMENTS, max_size=4))
 def test_random_documents_raise_only_spec_errors(tmp_path_factory, document):
     _check_only_spec_errors(tmp_path_factory.mktemp("h") / "random.slo.yaml", document)
 

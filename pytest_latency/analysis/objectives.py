@@ -26,6 +26,29 @@ def in_scope(records: Sequence[RequestRecord], objective: Objective) -> list[Req
     ]
 
 
+def empty_cohort(
+    objective: Objective, offered: int, confidence: float, where: str
+) -> ObjectiveResult:
+    """INCONCLUSIVE for an objective whose scope holds no request: nothing was measured.
+
+    Not the server's doing: the objective's phase or token ranges select none of the
+    planned requests (or the phase planned none), so the reason says so.
+    """
+    cohort = objective.scope or "all phases"
+    reason = (
+        f"no requests in cohort [{cohort}] in {where} ({offered} requests offered in all):"
+        " nothing measured, nothing decided; check the objective's phase and token ranges"
+        " against the workload's"
+    )
+    lower, upper = -math.inf, math.inf
+    if objective.metric == "error_rate" or objective.relative:  # a fraction, a ratio
+        lower, upper = 0.0, 1.0 if objective.metric == "error_rate" else math.inf
+    return ObjectiveResult(
+        objective, Verdict.INCONCLUSIVE, math.nan, lower, upper, 0, confidence, reason,
+        n_effective=0.0,
+    )  # fmt: skip
+
+
 def spent_confidence(confidence: float, decided_before: int, count: int) -> float:
     """Per-objective confidence when the error budget spans the whole session.
 
@@ -56,8 +79,13 @@ def decide_objectives(
     results = []
     for objective in objectives:
         scoped = in_scope(records, objective)
-        if objective.relative:
-            runs = None if baseline is None else [in_scope(run, objective) for run in baseline]
+        runs = None if baseline is None else [in_scope(run, objective) for run in baseline]
+        if not scoped:
+            results.append(empty_cohort(objective, len(records), confidence, "this run"))
+        elif objective.relative and runs and not any(runs):
+            total = sum(len(run) for run in baseline or ())
+            results.append(empty_cohort(objective, total, confidence, "the baseline"))
+        elif objective.relative:
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:
             results.append(decide(objective, scoped, confidence))

@@ -30,6 +30,8 @@ from pytest_latency.spec import Objective
 
 
 class Verdict(StrEnum):
+    """An objective's outcome: decided (pass, fail), undecided, or not decidable (invalid)."""
+
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
@@ -56,10 +58,12 @@ class ObjectiveResult:
 
     @property
     def effective_n(self) -> float:
+        """The sample size the bound rested on: ``n_effective``, or ``n`` when independent."""
         return float(self.n) if self.n_effective is None else self.n_effective
 
     @property
     def passed(self) -> bool:
+        """The verdict is PASS."""
         return self.verdict is Verdict.PASS
 
 
