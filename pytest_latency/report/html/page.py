@@ -61,6 +61,7 @@ def _hash(content: str) -> str:
 
 def render_page(runs: Sequence[ReportRun], title: str = "pytest-latency report") -> str:
     """The whole HTML document for a session's runs."""
+    svg.reset_ids()
     cards = Cards()
     sections = [run_section(index, run, cards) for index, run in enumerate(runs)]
     script, style = _asset("report.js"), _asset("report.css")

@@ -39,6 +39,12 @@ def unique_id(prefix: str) -> str:
     return f"{prefix}{next(_ids)}"
 
 
+def reset_ids() -> None:
+    """Number a new page's ids from zero, so one run renders to the same bytes each time."""
+    global _ids
+    _ids = count()
+
+
 @dataclass(frozen=True, slots=True)
 class Linear:
     """A linear map from data ``lo..hi`` onto pixels ``start..stop`` (stop < start: upward)."""
