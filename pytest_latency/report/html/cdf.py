@@ -163,7 +163,8 @@ def cdf_chart(curves: Sequence[Curve], markers: Sequence[Marker], label: str) ->
     finite = np.concatenate([c.values[np.isfinite(c.values)] for c in curves] or [np.empty(0)])
     finite = finite[finite > 0]
     if finite.size == 0:
-        return svg.svg(WIDTH, 60, [svg.text(10, 30, "no completed request has this value", "note")])
+        empty = "no completed request has a positive value of this metric to draw"
+        return svg.svg(WIDTH, 60, [svg.text(10, 30, empty, "note")], "chart-empty")
     limits = [v for m in markers for v in (m.limit, m.upper, m.lower) if v and v > 0]
     low = 10 ** math.floor(math.log10(min([float(finite.min()), *limits])))
     high = 10 ** math.ceil(math.log10(max([float(finite.max()), *limits])))
