@@ -171,14 +171,16 @@ def test_thinning_keeps_failed_and_slow_requests_and_says_so():
     assert f"of {len(records)} requests" in thinned.note and "every failed one" in thinned.note
 
 
-def test_waterfall_rows_are_the_slowest_then_ordinary_ones():
+def test_waterfall_rows_keep_failures_apart_from_the_slowest_completed():
     records = simulated_records(PHASES, failures_every=50)
-    slow, ordinary = waterfall_rows(records, slowest=5, ordinary=4)
+    rows = waterfall_rows(records, slowest=5, ordinary=4, failed=3)
     failed = [r for r in records if not r.ok]
-    assert slow[: len(failed)] == failed[:5]
-    ttfts = sorted((r.ttft_s for r in records if r.ok), reverse=True)
-    assert len(ordinary) == 4 and all(not r in slow for r in ordinary)  # noqa: E713
-    assert max(r.ttft_s or 0 for r in ordinary) < ttfts[0]
+    assert len(failed) > 3 and rows.failed == failed[:3]  # the first ones sent
+    completed = sorted((r for r in records if r.ok), key=lambda r: -(r.ttft_s or 0))
+    assert rows.slowest == completed[:5]
+    assert len(rows.ordinary) == 4 and all(r.ok and r not in rows.slowest for r in rows.ordinary)
+    ordinary_ttfts = [r.ttft_s for r in rows.ordinary]
+    assert ordinary_ttfts == sorted(ordinary_ttfts, reverse=True)  # p90 down to p10
 
 
 def test_relative_objective_overlays_baseline_and_candidate():

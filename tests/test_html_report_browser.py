@@ -156,7 +156,7 @@ def test_the_timeline_zooms_and_resets(browser, spike_report):
     assert chart.locator("g.xt text").all_text_contents() == before
 
 
-SPIKE_TEST = f'''
+SPIKE_TEST = f"""
 import pytest
 from pytest_latency import Phase, ServerSpec, objective
 
@@ -169,15 +169,13 @@ def test_spike(latency, case):
         input_tokens=(10, 10), output_tokens=5, seed=1, server=SERVER,
     )
     result.assert_slo(objective("e2e", p=50, max="5s"))
-'''
+"""
 
 
 def test_a_hostile_test_id_and_phase_name_render_as_text(browser, pytester, tmp_path):
     pytester.makepyfile(test_hostile=textwrap.dedent(SPIKE_TEST))
     report = tmp_path / "hostile.html"
-    pytester.runpytest("--latency-html", str(report), "-p", "no:randomly").assert_outcomes(
-        passed=1
-    )
+    pytester.runpytest("--latency-html", str(report), "-p", "no:randomly").assert_outcomes(passed=1)
     opened = Opened(browser, report)
     page = opened.page
     assert page.locator("h2").first.text_content() == f"test_hostile.py::test_spike[{HOSTILE}]"

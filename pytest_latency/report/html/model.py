@@ -31,6 +31,7 @@ SLOW_TAIL = 0.10
 #: Waterfall rows: the slowest requests, then ordinary ones across the distribution.
 SLOWEST_ROWS = 8
 ORDINARY_ROWS = 6
+FAILED_ROWS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,20 +161,31 @@ def ttft_rank(records: Sequence[RequestRecord]) -> list[RequestRecord]:
     return [record for _, record in ranked]
 
 
+@dataclass(frozen=True, slots=True)
+class WaterfallRows:
+    """The requests the waterfall draws, by group."""
+
+    failed: list[RequestRecord]  # the first failures, in send order
+    slowest: list[RequestRecord]  # the slowest completed requests by TTFT
+    ordinary: list[RequestRecord]  # completed ones spread from p90 down to p10 of the rest
+
+
 def waterfall_rows(
     records: Sequence[RequestRecord],
     slowest: int = SLOWEST_ROWS,
     ordinary: int = ORDINARY_ROWS,
-) -> tuple[list[RequestRecord], list[RequestRecord]]:
-    """The slowest requests by TTFT, and ordinary ones spread from p10 to p90 of the rest."""
-    ranked = ttft_rank(records)
-    slow = ranked[:slowest]
-    rest = ranked[len(slow) :]
-    if not rest or ordinary <= 0:
-        return slow, []
-    positions = np.linspace(0.1, 0.9, ordinary) * (len(rest) - 1)
-    picked = sorted({round(float(position)) for position in positions})
-    return slow, [rest[index] for index in picked]
+    failed: int = FAILED_ROWS,
+) -> WaterfallRows:
+    """Failures apart, so that they never hide the slowest requests that did complete."""
+    completed = [record for record in ttft_rank(records) if record.ok]
+    slow = completed[:slowest]
+    rest = completed[len(slow) :]
+    picked: list[RequestRecord] = []
+    if rest and ordinary > 0:
+        positions = np.linspace(0.1, 0.9, ordinary) * (len(rest) - 1)
+        picked = [rest[index] for index in sorted({round(float(p)) for p in positions})]
+    failures = [record for record in records if not record.ok][:failed]
+    return WaterfallRows(failures, slow, picked)
 
 
 @dataclass(frozen=True, slots=True)

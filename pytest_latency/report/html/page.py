@@ -24,6 +24,7 @@ from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import (
     cohorts_table,
     diagnosis_list,
+    failures_table,
     objectives_table,
     phases_table,
     slowest_table,
@@ -208,10 +209,11 @@ def _request_parts(index: int, run: ReportRun, cards: Cards, boundary: str) -> l
     return [
         "<h3>Requests to open</h3>",
         slowest_table(run),
+        failures_table(run),
         figure(
             "Waterfalls: the slowest requests and ordinary ones",
             waterfall_chart or '<p class="note">No requests.</p>',
-            f"client lane {boundary}; server lane: durations the server reported, laid end "
+            f"client lane: {boundary}; server lane: durations the server reported, laid end "
             "to end from the send (when inside that interval is not reported); hatched: "
             "time to first token the server did not account for, never given to a stage",
             zoom=True,

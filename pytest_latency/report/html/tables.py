@@ -10,6 +10,7 @@ from pytest_latency.report.html.model import ReportRun, number, objective_of, tr
 from pytest_latency.report.html.svg import esc, seconds
 
 SLOWEST_TABLE_ROWS = 10
+FAILURE_KINDS = 10
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
@@ -76,36 +77,68 @@ def link_cell(run: ReportRun, record: RequestRecord) -> str:
     return f'<a href="{esc(url)}" rel="noopener noreferrer" target="_blank">{shown}</a>'
 
 
-def slowest_table(run: ReportRun) -> str:
-    """The requests to open first: slowest by TTFT, with their trace links."""
-    rows = []
-    for record in ttft_rank(run.records)[:SLOWEST_TABLE_ROWS]:
-        status = record.status.value + (f": {record.error}" if record.error else "")
-        rows.append(
-            [
-                esc(record.id),
-                esc(record.phase),
-                esc(status),
-                esc(seconds(record.ttft_s)),
-                esc(seconds(record.queue_wait_s)),
-                esc(seconds(record.prefill_s)),
-                esc(seconds(record.unattributed_s)),
-                esc(seconds(record.e2e_s)),
-                link_cell(run, record),
-            ]
-        )
-    head = [
-        "request",
-        "phase",
-        "status",
-        "TTFT",
-        "queue wait",
-        "prefill",
-        "unattributed",
-        "e2e",
-        "trace",
+def _request_row(run: ReportRun, record: RequestRecord) -> list[str]:
+    status = record.status.value + (f": {record.error}" if record.error else "")
+    return [
+        esc(record.id),
+        esc(record.phase),
+        esc(status),
+        esc(seconds(record.ttft_s)),
+        esc(seconds(record.queue_wait_s)),
+        esc(seconds(record.prefill_s)),
+        esc(seconds(record.unattributed_s)),
+        esc(seconds(record.e2e_s)),
+        link_cell(run, record),
     ]
-    return table(head, rows, "requests")
+
+
+REQUEST_HEAD = [
+    "request",
+    "phase",
+    "status",
+    "TTFT",
+    "queue wait",
+    "prefill",
+    "unattributed",
+    "e2e",
+    "trace",
+]
+
+
+def slowest_table(run: ReportRun) -> str:
+    """The requests to open first: the slowest completed by TTFT, with their trace links."""
+    completed = [record for record in ttft_rank(run.records) if record.ok]
+    if not completed:
+        return '<p class="note">No request completed.</p>'
+    rows = [_request_row(run, record) for record in completed[:SLOWEST_TABLE_ROWS]]
+    return table(REQUEST_HEAD, rows, "requests")
+
+
+def failures_table(run: ReportRun) -> str:
+    """How many requests failed, by status and error, each with its first request."""
+    groups: dict[tuple[str, str], list[RequestRecord]] = {}
+    for record in run.records:
+        if not record.ok:
+            groups.setdefault((record.status.value, record.error or ""), []).append(record)
+    if not groups:
+        return ""
+    rows = [
+        [
+            esc(status),
+            esc(error or "-"),
+            esc(len(members)),
+            esc(members[0].id),
+            esc(members[0].phase),
+            link_cell(run, members[0]),
+        ]
+        for (status, error), members in sorted(groups.items(), key=lambda item: -len(item[1]))
+    ][:FAILURE_KINDS]
+    head = ["status", "error", "requests", "first request", "its phase", "its trace"]
+    failed = sum(len(members) for members in groups.values())
+    return (
+        f'<p class="failed-count">{failed} of {len(run.records)} requests failed '
+        "(each counts as unbounded in every latency objective):</p>" + table(head, rows, "failures")
+    )
 
 
 def phases_table(phases: object) -> str:

@@ -67,22 +67,26 @@ class Segments:
 
 
 def waterfall(run: ReportRun, test: int, cards: Cards) -> str:
-    """The slowest requests by TTFT, then a sample of ordinary ones; empty if no requests."""
-    slow, ordinary = waterfall_rows(run.records)
-    if not slow:
+    """The slowest completed requests, ordinary ones, then failures; empty if no requests."""
+    picked = waterfall_rows(run.records)
+    groups = [
+        (group, title)
+        for group, title in (
+            (picked.slowest, "slowest completed requests by TTFT"),
+            (picked.ordinary, "ordinary requests, from p90 down to p10 of the rest by TTFT"),
+            (picked.failed, "failed requests (the first ones sent)"),
+        )
+        if group
+    ]
+    if not groups:
         return ""
-    rows = [*slow, *ordinary]
+    rows = [record for group, _ in groups for record in group]
     span = max(max(Segments.of(record).last for record in rows), 1e-3)
-    height = TOP + GROUP * (2 if ordinary else 1) + ROW * len(rows) + 40
+    height = TOP + GROUP * len(groups) + ROW * len(rows) + 40
     x = svg.Linear(0.0, span * 1.02, PLOT_LEFT, WIDTH - RIGHT)
     marks, labels = [], []
     y = TOP
-    for title, group in (
-        ("slowest by TTFT (failed first)", slow),
-        ("ordinary requests, p10 to p90 of the rest by TTFT", ordinary),
-    ):
-        if not group:
-            continue
+    for group, title in groups:
         labels.append(svg.text(8, y + 15, title, "group-label"))
         y += GROUP
         for record in group:
