@@ -31,14 +31,13 @@ def attribution_chart(run: ReportRun) -> str:
     rows = attributions(run)
     x = svg.Linear(0.0, 1.0, LEFT, WIDTH - RIGHT)
     height = 30 + ROW * len(rows) + 26
-    body = _legend()
+    body = [*_legend(), svg.x_axis(x, 30 + ROW * len(rows), 30, "%", "")]
     for index, (name, share) in enumerate(rows):
         y = 30 + ROW * index
         label = name if len(name) <= 18 else name[:17] + "…"
         body.append(svg.text(LEFT - 8, y + 15, label, "row-label", "end"))
         body.append(_bar(share, x, y))
         body.append(svg.text(WIDTH - RIGHT + 8, y + 15, _coverage(share), "row-sub"))
-    body.append(svg.x_axis(x, 30 + ROW * len(rows), 30, "%", ""))
     return svg.svg(WIDTH, height, body, "chart attribution", "TTFT attribution by phase")
 
 

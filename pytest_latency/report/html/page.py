@@ -25,6 +25,7 @@ from pytest_latency.report.html.tables import (
     cohorts_table,
     diagnosis_list,
     failures_table,
+    objective_label,
     objectives_table,
     phases_table,
     slowest_table,
@@ -32,6 +33,7 @@ from pytest_latency.report.html.tables import (
 from pytest_latency.report.html.timeline import over_time
 from pytest_latency.report.html.waterfall import waterfall
 
+VERDICT_ORDER = {"fail": 0, "invalid": 1, "inconclusive": 2, "pass": 3}
 DEFAULT_BOUNDARY = "client, from the planned send time (intended_s), monotonic clock"
 CDF_READING = (
     "Failed requests count as unbounded, so a curve stops at the completed share. A red "
@@ -112,14 +114,21 @@ def _overview(runs: Sequence[ReportRun]) -> str:
     items = []
     for index, run in enumerate(runs):
         counts = _verdicts(run)
+        ordered = sorted(counts.items(), key=lambda item: VERDICT_ORDER.get(item[0], 9))
         badges = (
             " ".join(
                 f'<span class="verdict v-{esc(verdict)}">{count} {esc(verdict)}</span>'
-                for verdict, count in sorted(counts.items())
+                for verdict, count in ordered
             )
             or '<span class="note">no objectives</span>'
         )
-        items.append(f'<li><a href="#run-{index}">{esc(run.test)}</a> {badges}</li>')
+        failed = [
+            objective_label(row)
+            for row in run.section("objectives") or []
+            if isinstance(row, Mapping) and row.get("verdict") in ("fail", "invalid")
+        ]
+        named = f' <span class="failed-names">{esc(", ".join(failed))}</span>' if failed else ""
+        items.append(f'<li><a href="#run-{index}">{esc(run.test)}</a> {badges}{named}</li>')
     return f'<ul class="overview">{"".join(items)}</ul>'
 
 
@@ -208,6 +217,7 @@ def _request_parts(index: int, run: ReportRun, cards: Cards, boundary: str) -> l
     depth = metrics.get("boundary") if isinstance(metrics, Mapping) else None
     return [
         "<h3>Requests to open</h3>",
+        _link_hint(run),
         slowest_table(run),
         failures_table(run),
         figure(
@@ -222,12 +232,22 @@ def _request_parts(index: int, run: ReportRun, cards: Cards, boundary: str) -> l
         figure(
             "TTFT and queue wait per request, rates and server queue depth",
             chart,
-            f"TTFT {boundary}; queue wait as the server reported it; rates counted by the "
+            f"TTFT: {boundary}; queue wait as the server reported it; rates counted by the "
             f"client; queue depth: {depth or 'not scraped'}",
             note,
             zoom=True,
         ),
     ]
+
+
+def _link_hint(run: ReportRun) -> str:
+    if run.trace_url:
+        return ""
+    return (
+        '<p class="note">Trace ids are not links: run with <code>--latency-trace-url '
+        "TEMPLATE</code> (a URL with <code>{trace_id}</code>, e.g. your Jaeger or Tempo), "
+        "or pass <code>--trace-url</code> to <code>pytest-latency report</code>.</p>"
+    )
 
 
 def _distributions(run: ReportRun, boundary: str) -> str:

@@ -12,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_latency.report.html import svg
-from pytest_latency.report.html.model import Cards, ReportRun, rate_bins, run_duration, thin
+from pytest_latency.report.html.model import (
+    Cards,
+    ReportRun,
+    objective_of,
+    rate_bins,
+    run_duration,
+    thin,
+)
+from pytest_latency.spec import Objective
 
 WIDTH = 960.0
 LEFT, RIGHT = 70.0, 20.0
@@ -83,7 +91,8 @@ def _points(
     # One decade below the fastest first token; shorter queue waits sit on the floor.
     positive = [r.ttft_s for r in records if r.ok and r.ttft_s is not None and r.ttft_s > 0]
     low = 10 ** (math.floor(math.log10(min(positive))) - 1) if positive else 1e-3
-    high = 10 ** math.ceil(math.log10(max(positive))) if positive else 1.0
+    limits = [objective.max_s for objective in _limit_objectives(run)]
+    high = 10 ** math.ceil(math.log10(max([*positive, *limits]))) if positive else 1.0
     y = svg.Log(max(low, 1e-6), max(high, low * 100), POINTS_TOP + POINTS_HEIGHT, POINTS_TOP + 10)
     ttft, queue, failed = [], [], []
     for record in records:
@@ -95,12 +104,51 @@ def _points(
         if record.queue_wait_s is not None:
             queue.append((x(record.intended_s), y(record.queue_wait_s), key))
     marks = svg.dots(queue, "pt queue") + svg.dots(ttft, "pt ttft") + svg.dots(failed, "pt fail")
-    axes = svg.y_axis(y, LEFT, WIDTH - RIGHT, "s", "seconds (log)")
+    lines, labels = _limits(run, x, y)
+    marks += lines
+    axes = svg.y_axis(y, LEFT, WIDTH - RIGHT, "s", "seconds (log)") + labels
     if not queue:
         axes += svg.text(
             WIDTH - RIGHT - 4, POINTS_TOP + 14, "the server reported no queue wait", "note", "end"
         )
     return marks, axes, y.lo
+
+
+def _limit_objectives(run: ReportRun) -> list[Objective]:
+    """The run's absolute objectives on TTFT or queue wait: the scatter draws their limits."""
+    found = []
+    for row in run.section("objectives") or []:
+        objective = objective_of(row) if isinstance(row, Mapping) else None
+        if objective and objective.metric in ("ttft", "queue_wait") and objective.max_s:
+            found.append(objective)
+    return found
+
+
+def _limits(run: ReportRun, x: svg.Linear, y: svg.Log) -> tuple[str, str]:
+    """Each absolute TTFT or queue-wait objective's limit over its phase; lines and labels.
+
+    The labels stay outside the zoomed layer (text would stretch); the script moves them.
+    """
+    parts, labels = [], []
+    for objective in _limit_objectives(run):
+        assert objective.max_s is not None
+        spans = [(s, e) for name, s, e in run.phases if objective.phase in (None, name)]
+        for start, end in spans:
+            parts.append(
+                svg.line(x(start), y(objective.max_s), x(end), y(objective.max_s), "limit")
+            )
+        if spans:
+            at = x(spans[0][0]) + 4
+            labels.append(
+                svg.text(
+                    at,
+                    y(objective.max_s) - 4,
+                    f"limit {objective.label}",
+                    "limit-label zx",
+                    extra=f' data-x="{svg.num(at)}"',
+                )
+            )
+    return "".join(parts), "".join(labels)
 
 
 def _rates(run: ReportRun, x: svg.Linear) -> tuple[str, str]:
