@@ -1,11 +1,12 @@
-"""``pytest-latency judge``: re-decide the runs of a saved ``--latency-json`` file.
+"""``pytest-latency judge`` and ``report``: work with the runs of a saved ``--latency-json`` file.
 
-Each run is judged from its ``requests`` alone (summaries and verdicts stored in the file
-are not trusted) by :func:`pytest_latency.analysis.objectives.decide_objectives`, the
-path the plugin takes, at the plugin's confidence. Exit codes: 0 when no objective
-failed, 1 when one did, 2 on a usage error (the reason on stderr, never a traceback).
-This module does not import pytest: it serves CI jobs that only have the JSON.
-"""
+``report`` renders the HTML report ``--latency-html`` writes (docs/reports.md).
+``judge`` re-decides objectives: each run is judged from its ``requests`` alone
+(summaries and verdicts stored in the file are not trusted) by
+:func:`pytest_latency.analysis.objectives.decide_objectives`, the path the plugin
+takes, at the plugin's confidence. Exit codes: 0 when no objective failed, 1 when one
+did, 2 on a usage error (the reason on stderr, never a traceback). This module does not
+import pytest: it serves CI jobs that only have the JSON."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
@@ -189,6 +191,50 @@ def _judge(arguments: argparse.Namespace) -> int:
     return exit_code(judged)
 
 
+def _report(arguments: argparse.Namespace) -> int:
+    """``pytest-latency report RUN.json --html OUT.html``: the session's report, from a file."""
+    from pytest_latency.report.html import write_html_from_file
+
+    template = arguments.trace_url
+    if template is not None and "{trace_id}" not in template:
+        raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
+    try:
+        runs = read_runs(arguments.run)
+        baseline = load_baseline(arguments.baseline) if arguments.baseline else None
+    except RunFileError as error:
+        raise UsageError(str(error)) from None
+    try:
+        write_html_from_file(arguments.html, runs, baseline, template)
+    except OSError as error:
+        raise UsageError(f"{arguments.html}: cannot write ({error})") from None
+    print(f"HTML report: {arguments.html} ({len(runs)} run(s))")
+    return EXIT_OK
+
+
+def _add_report(commands: Any) -> None:
+    report = commands.add_parser(
+        "report",
+        help="render the HTML report of a --latency-json file",
+        description="Render the report --latency-html writes from the runs of RUN.json. "
+        "Exit 0: written; 2: usage error.",
+    )
+    report.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
+    report.add_argument(
+        "--html", type=Path, required=True, metavar="OUT.html", help="write the report here"
+    )
+    report.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="BASE.json",
+        help="overlay these baseline runs on relative objectives (matched by test id)",
+    )
+    report.add_argument(
+        "--trace-url",
+        metavar="TEMPLATE",
+        help="link trace ids with this {trace_id} URL template (default: the run's own)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pytest-latency", description="Work with saved pytest-latency runs."
@@ -220,6 +266,7 @@ def _parser() -> argparse.ArgumentParser:
         help="compare against a baseline that ran another workload or server",
     )
     judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
+    _add_report(commands)
     return parser
 
 
@@ -228,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # argparse exits with 2 on its own usage errors, which is our usage code too.
     arguments = _parser().parse_args(argv)
     try:
-        return _judge(arguments)
+        return _report(arguments) if arguments.command == "report" else _judge(arguments)
     except UsageError as error:
         print(f"pytest-latency {arguments.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE

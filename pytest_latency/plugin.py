@@ -52,18 +52,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(fixtures, "latency-fixtures")  # the ``latency`` fixture
-    for flag, given in (
-        ("--latency-html", options.html_path),
-        ("--latency-record-content", options.record_content),
-    ):
-        if given:
-            config.issue_config_time_warning(
-                pytest.PytestConfigWarning(
-                    f"{flag} is part of the contract but not implemented in this version; "
-                    "it has no effect"
-                ),
-                stacklevel=2,
-            )
+    if options.record_content:
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                "--latency-record-content is part of the contract but not implemented in this "
+                "version; it has no effect"
+            ),
+            stacklevel=2,
+        )
 
 
 def _latency_session(config: pytest.Config) -> LatencySession | None:
@@ -137,6 +133,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(line)
     if session.options.json_path is not None:
         terminalreporter.write_line(f"latency JSON: {session.options.json_path}")
+    if session.options.html_path is not None:
+        terminalreporter.write_line(f"latency HTML: {session.options.html_path}")
     for line in session.saved_baseline:
         terminalreporter.write_line(line)
 
@@ -150,6 +148,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         write_json(latency_session.options.json_path, latency_session.runs)
     options = latency_session.options
+    if options.html_path is not None:
+        from pytest_latency.report.html import write_html
+
+        write_html(options.html_path, latency_session.runs)
     if options.save_baseline is not None and latency_session.runs:
         from pytest_latency.report.json_report import save_baseline
 

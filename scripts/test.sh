@@ -15,4 +15,6 @@ if [ "${CI:-}" = "true" ]; then
 elif ! LATENCY_BUILD_PYTHON=.venv/bin/python bash scripts/container-images.sh; then
     echo "test.sh: no container images; the container tests will skip" >&2
 fi
+# The HTML report's browser tests drive Debian's Chromium (installed here under CI=true).
+bash scripts/browser.sh
 .venv/bin/python -m pytest tests -q "$@"

@@ -123,6 +123,7 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "interrupted_reason": run.interrupted,
         "generator": run.health.to_json() if run.health else None,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
+        "trace_url_template": run.trace_url_template,
         "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
         "objectives": [objective_dict(result) for result in run.objective_results],
         "diagnosis": findings_to_json(run.diagnosis()),

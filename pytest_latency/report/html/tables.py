@@ -1,0 +1,229 @@
+"""The report's HTML tables: they read without JavaScript and every cell is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pytest_latency.records import RequestRecord
+from pytest_latency.report.html.model import ReportRun, number, objective_of, trace_link, ttft_rank
+from pytest_latency.report.html.svg import esc, seconds
+
+SLOWEST_TABLE_ROWS = 10
+FAILURE_KINDS = 10
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    """A table whose cells are already markup (escape text before passing it)."""
+    header = "".join(f"<th>{cell}</th>" for cell in head)
+    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+    klass = f' class="{esc(cls)}"' if cls else ""
+    return f"<table{klass}><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def objective_label(row: Mapping[str, Any]) -> str:
+    objective = objective_of(row)
+    if objective is not None:
+        return objective.label
+    return f"{row.get('metric', '?')} (unreadable objective)"
+
+
+def _value(row: Mapping[str, Any], key: str) -> str:
+    value = number(row.get(key))
+    unit = row.get("unit")
+    if value is None:
+        return "unbounded" if key in ("lower_s", "upper_s") else "-"
+    if unit == "ratio":
+        return f"{value:.3g}x"
+    if unit == "fraction":
+        return f"{value:.2%}"
+    return seconds(value)
+
+
+def objectives_table(objectives: object) -> str:
+    rows = []
+    for row in objectives if isinstance(objectives, list) else []:
+        if not isinstance(row, Mapping):
+            continue
+        verdict = str(row.get("verdict", "?"))
+        effective = number(row.get("n_effective"))
+        confidence = number(row.get("confidence"))
+        notes = [str(row.get("reason") or ""), *map(str, row.get("warnings") or [])]
+        rows.append(
+            [
+                f'<span class="verdict v-{esc(verdict)}">{esc(verdict.upper())}</span>',
+                esc(objective_label(row)),
+                esc(_value(row, "estimate_s")),
+                f"{esc(_value(row, 'lower_s'))} .. {esc(_value(row, 'upper_s'))}",
+                esc(f"{confidence:.3%}" if confidence is not None else "-"),
+                esc(row.get("n", "-")),
+                esc(f"{effective:.0f}" if effective is not None else "-"),
+                "<br>".join(esc(note) for note in notes if note),
+            ]
+        )
+    if not rows:
+        return '<p class="note">No objective was decided in this run.</p>'
+    head = ["verdict", "objective", "estimate", "bounds", "confidence", "n", "effective n", "why"]
+    return table(head, rows, "objectives")
+
+
+def link_cell(run: ReportRun, record: RequestRecord) -> str:
+    if not record.trace_id:
+        return "no trace id"
+    url = trace_link(run.trace_url, record.trace_id)
+    shown = f"<code>{esc(record.trace_id)}</code>"
+    if url is None:
+        return shown
+    return f'<a href="{esc(url)}" rel="noopener noreferrer" target="_blank">{shown}</a>'
+
+
+def _request_row(run: ReportRun, record: RequestRecord) -> list[str]:
+    status = record.status.value + (f": {record.error}" if record.error else "")
+    return [
+        esc(record.id),
+        esc(record.phase),
+        esc(status),
+        esc(seconds(record.ttft_s)),
+        esc(seconds(record.queue_wait_s)),
+        esc(seconds(record.prefill_s)),
+        esc(seconds(record.unattributed_s)),
+        esc(seconds(record.e2e_s)),
+        link_cell(run, record),
+    ]
+
+
+REQUEST_HEAD = [
+    "request",
+    "phase",
+    "status",
+    "TTFT",
+    "queue wait",
+    "prefill",
+    "unattributed",
+    "e2e",
+    "trace",
+]
+
+
+def slowest_table(run: ReportRun) -> str:
+    """The requests to open first: the slowest completed by TTFT, with their trace links."""
+    completed = [record for record in ttft_rank(run.records) if record.ok]
+    if not completed:
+        return '<p class="note">No request completed.</p>'
+    rows = [_request_row(run, record) for record in completed[:SLOWEST_TABLE_ROWS]]
+    return table(REQUEST_HEAD, rows, "requests")
+
+
+def failures_table(run: ReportRun) -> str:
+    """How many requests failed, by status and error, each with its first request."""
+    groups: dict[tuple[str, str], list[RequestRecord]] = {}
+    for record in run.records:
+        if not record.ok:
+            groups.setdefault((record.status.value, record.error or ""), []).append(record)
+    if not groups:
+        return ""
+    rows = [
+        [
+            esc(status),
+            esc(error or "-"),
+            esc(len(members)),
+            esc(members[0].id),
+            esc(members[0].phase),
+            link_cell(run, members[0]),
+        ]
+        for (status, error), members in sorted(groups.items(), key=lambda item: -len(item[1]))
+    ][:FAILURE_KINDS]
+    head = ["status", "error", "requests", "first request", "its phase", "its trace"]
+    failed = sum(len(members) for members in groups.values())
+    return (
+        f'<p class="failed-count">{failed} of {len(run.records)} requests failed '
+        "(each counts as unbounded in every latency objective):</p>" + table(head, rows, "failures")
+    )
+
+
+def phases_table(phases: object) -> str:
+    rows = []
+    for row in phases if isinstance(phases, list) else []:
+        if not isinstance(row, Mapping):
+            continue
+        values = row.get("percentiles_s") or {}
+
+        def trio(metric: str, values: Mapping[str, Any] = values) -> str:
+            found = values.get(metric) or {}
+            return " / ".join(seconds(number(found.get(p))) for p in ("p50", "p95", "p99"))
+
+        rows.append(
+            [
+                esc(row.get("name")),
+                esc(row.get("offered")),
+                esc(row.get("completed")),
+                esc(row.get("failed")),
+                esc(_rate(row.get("target_rate"))),
+                esc(_rate(row.get("offered_rate"))),
+                esc(seconds(number(row.get("schedule_lag_p99_s")))),
+                esc(trio("ttft")),
+                esc(trio("itl")),
+                esc(trio("e2e")),
+            ]
+        )
+    head = [
+        "phase",
+        "offered",
+        "ok",
+        "failed",
+        "planned/s",
+        "sent/s",
+        "lag p99",
+        "TTFT p50/p95/p99",
+        "ITL p50/p95/p99",
+        "e2e p50/p95/p99",
+    ]
+    return table(head, rows, "phases")
+
+
+def _rate(value: object) -> str:
+    found = number(value)
+    return "-" if found is None else f"{found:.2f}"
+
+
+def cohorts_table(cohorts: object) -> str:
+    rows = [
+        [
+            esc(row.get(key))
+            for key in ("phase", "input_tokens", "output_tokens", "offered", "completed", "failed")
+        ]
+        + [
+            esc(seconds(number(row.get(key))))
+            for key in ("ttft_p50_s", "ttft_p95_s", "itl_p50_s", "e2e_p95_s")
+        ]
+        for row in (cohorts if isinstance(cohorts, list) else [])
+        if isinstance(row, Mapping)
+    ]
+    head = [
+        "phase",
+        "input tokens",
+        "output cap",
+        "offered",
+        "ok",
+        "failed",
+        "TTFT p50",
+        "TTFT p95",
+        "ITL p50",
+        "e2e p95",
+    ]
+    return table(head, rows, "cohorts")
+
+
+def diagnosis_list(findings: object) -> str:
+    items = []
+    for finding in findings if isinstance(findings, list) else []:
+        if not isinstance(finding, Mapping):
+            continue
+        items.append(
+            f"<li><strong>{esc(finding.get('hypothesis', ''))}</strong><br>"
+            f'<span class="evidence">Evidence: {esc(finding.get("evidence", ""))}</span><br>'
+            f'<span class="check">Next: {esc(finding.get("check", ""))}</span></li>'
+        )
+    if not items:
+        return '<p class="note">No rule found a bottleneck with enough evidence.</p>'
+    return f'<ol class="diagnosis">{"".join(items)}</ol>'
