@@ -76,8 +76,8 @@ class StopServersOnInterrupt:
     """A plugin object while configured: on Ctrl-C or SIGTERM, stop the session's
     servers first, before pytest formats the traceback and the reports are written.
 
-    CI follows SIGTERM with SIGKILL within seconds (GitHub Actions: 2.5 s after its
-    SIGTERM), and reporting an interrupted run takes seconds on a busy runner: a
+    CI follows SIGTERM with SIGKILL within seconds (GitHub Actions 2.5 s, ``docker
+    stop`` 10 s), and reporting an interrupted run takes seconds on a busy runner: a
     container removed only at unconfigure could be killed with its owner and leak.
     """
 
