@@ -3,8 +3,9 @@
 Each kind's module turns a ``ServerSpec`` into a ``ContainerSpec`` (pure data, unit
 tested for the exact container it would start); ``run_container`` starts it, waits
 until the server answers its health URL, measures that as the cold start, and removes
-the container on every exit path. Containers whose owning test process died are
-removed on the next start (``ownership.py``; testcontainers' reaper is disabled).
+the container on every exit path. Containers whose owning test run is gone (a dead
+pid here, a stale heartbeat elsewhere) are removed on the next start (``ownership.py``,
+``heartbeat.py``; testcontainers' reaper is disabled).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Literal
 
 from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
+from pytest_latency.servers.heartbeat import Heartbeat
 from pytest_latency.servers.ownership import owner_labels, remove_orphans
 from pytest_latency.spec import ServerSpec, gpu_ids, parse_gpus
 
@@ -270,9 +272,8 @@ def _remove(container: Any) -> None:
         warnings.warn(f"could not remove a server container: {error}", stacklevel=3)
 
 
-@contextmanager
-def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
-    """Start ``spec``, wait until healthy, yield it; always remove the container."""
+def _connect(spec: ContainerSpec) -> tuple[Any, Any]:
+    """The container to start and the engine's client; ServerStartError without one."""
     try:
         container = _docker_container(spec)
         client = container.get_docker_client().client
@@ -282,9 +283,28 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             f"cannot reach a Docker engine to start {spec.kind} ({type(error).__name__}: "
             f"{error}); on a root machine `bash scripts/docker-engine.sh` installs and starts one"
         ) from error
+    return container, client
+
+
+def _url(container: Any, spec: ContainerSpec) -> str:
+    if spec.network == "host":
+        return f"http://127.0.0.1:{spec.listen.port}"
+    host = container.get_container_host_ip()
+    return f"http://{host}:{container.get_exposed_port(spec.listen.port)}"
+
+
+@contextmanager
+def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
+    """Start ``spec``, wait until healthy, yield it; always remove the container.
+
+    While it exists the container has a heartbeat (``heartbeat.py``), so that sweeps
+    from other CI jobs on the engine leave it alone.
+    """
+    container, client = _connect(spec)
     remove_orphans(client)
     _prepare_host(spec, client)
     started = time.monotonic()  # cold start: from create to healthy, the image present
+    heartbeat: Heartbeat | None = None
     try:
         try:
             with _reaper_disabled():
@@ -294,21 +314,17 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
                 f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
             ) from error
         wrapped = container.get_wrapped_container()
-        if spec.network == "host":
-            url = f"http://127.0.0.1:{spec.listen.port}"
-        else:
-            host = container.get_container_host_ip()
-            url = f"http://{host}:{container.get_exposed_port(spec.listen.port)}"
+        heartbeat = Heartbeat(wrapped, client).start()
         running = RunningContainer(
             spec=spec,
-            url=url,
+            url=_url(container, spec),
             cold_start_s=0.0,
             container_id=wrapped.id,
             image_id=str(wrapped.image.id),
             _container=wrapped,
         )
         running.cold_start_s = wait_healthy(
-            url,
+            running.url,
             spec.startup_timeout_s,
             f"{spec.kind} server",
             path=spec.health_path,
@@ -318,4 +334,6 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
         )
         yield running
     finally:
+        if heartbeat is not None:
+            heartbeat.stop()
         _remove(container)  # on every exit path (KeyboardInterrupt included)
