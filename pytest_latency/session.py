@@ -96,6 +96,9 @@ class LatencySession:
         missing = {
             name: value for name, value in flags.items() if value and not getattr(chosen, name)
         }
+        key_env = self.options.api_key_env
+        if chosen.kind == "url" and key_env and "api_key_env" not in chosen.options:
+            missing["options"] = {**chosen.options, "api_key_env": key_env}  # type: ignore[assignment]
         return dataclasses.replace(chosen, **missing) if missing else chosen  # type: ignore[arg-type]
 
     def kind(self, name: str) -> ServerKind | None:
@@ -168,6 +171,7 @@ class LatencySession:
             model=info.model,
             api=info.api,  # type: ignore[arg-type]
             extra_body=request_options(workload),
+            api_key=info.api_key,
         )
         interrupted, outcome, series = self._drive(plan, target, info.kind)
         joined = None

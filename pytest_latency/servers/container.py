@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_latency.secret import Secret, from_environment, redact
 from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.heartbeat import Heartbeat
@@ -177,6 +178,8 @@ class RunningContainer:
     container_id: str
     image_id: str
     _container: Any = field(repr=False)
+    # Values to hide in the container's own log lines (a server may print its env).
+    secrets: tuple[Secret, ...] = field(default=(), repr=False)
 
     def exit_problem(self) -> str | None:
         """Why the server is gone (exit code and last log lines), or None while it runs."""
@@ -190,25 +193,30 @@ class RunningContainer:
         return (
             f"container {self.container_id[:12]} ({self.spec.image}) exited with code "
             f"{state.get('ExitCode')}{' (OOM-killed)' if state.get('OOMKilled') else ''}; "
-            f"last log lines:\n{_log_tail(self._container)}"
+            f"last log lines:\n{_log_tail(self._container, self.secrets)}"
         )
 
 
-def _log_tail(container: Any) -> str:
+def _log_tail(container: Any, secrets: tuple[Secret, ...] = ()) -> str:
     try:
         logs = container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace").rstrip()
     except Exception as error:  # the container may already be removed
         return f"  (logs unavailable: {type(error).__name__})"
+    logs = redact(logs, secrets)
     return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
 
 
+def secret_environment(spec: ContainerSpec) -> dict[str, Secret]:
+    """The secret variables ``spec`` names, from the test process's environment."""
+    found = {name: from_environment(name) for name in spec.secret_environment}
+    return {name: secret for name, secret in found.items() if secret is not None}
+
+
 def _docker_container(spec: ContainerSpec) -> Any:
+    """The container to start, without its secrets (added only for the start call)."""
     from testcontainers.core.container import DockerContainer
 
     environment = dict(spec.environment)
-    environment.update(
-        {name: os.environ[name] for name in spec.secret_environment if name in os.environ}
-    )
     container = DockerContainer(spec.image, env=environment).with_command(list(spec.command))
     for volume in spec.volumes:
         container.with_volume_mapping(volume.host_path, volume.container_path, volume.mode)
@@ -262,6 +270,28 @@ def _reaper_disabled() -> Iterator[None]:
         testcontainers_config.ryuk_disabled = previous
 
 
+def _start(container: Any, spec: ContainerSpec, secrets: dict[str, Secret]) -> None:
+    """``docker run``, the secrets revealed into the environment for this call only.
+
+    A failure is raised outside the ``except`` block, without the SDK's exception as its
+    cause or context: the SDK's frames hold the revealed environment in their locals,
+    which ``pytest -l`` would print. Its text is kept, redacted.
+    """
+    failure: str | None = None
+    container.env.update({name: secret.reveal() for name, secret in secrets.items()})
+    try:
+        with _reaper_disabled():
+            container.start()
+    except Exception as error:
+        detail = redact(f"{type(error).__name__}: {error}", secrets.values())
+        failure = f"cannot start {spec.describe()}: {detail}"
+    finally:
+        for name in secrets:
+            container.env.pop(name, None)
+    if failure is not None:
+        raise ServerStartError(failure)
+
+
 def _remove(container: Any) -> None:
     """Force-remove; a failure here must not hide why the run ended."""
     try:
@@ -305,14 +335,9 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
     _prepare_host(spec, client)
     started = time.monotonic()  # cold start: from create to healthy, the image present
     heartbeat: Heartbeat | None = None
+    secrets = secret_environment(spec)
     try:
-        try:
-            with _reaper_disabled():
-                container.start()
-        except Exception as error:
-            raise ServerStartError(
-                f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
-            ) from error
+        _start(container, spec, secrets)
         wrapped = container.get_wrapped_container()
         heartbeat = Heartbeat(wrapped, client).start()
         running = RunningContainer(
@@ -322,6 +347,7 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             container_id=wrapped.id,
             image_id=str(wrapped.image.id),
             _container=wrapped,
+            secrets=tuple(secrets.values()),
         )
         running.cold_start_s = wait_healthy(
             running.url,
@@ -330,7 +356,10 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             path=spec.health_path,
             started=started,
             gone=running.exit_problem,
-            evidence=lambda: f"container {spec.describe()}; last log lines:\n" + _log_tail(wrapped),
+            evidence=lambda: (
+                f"container {spec.describe()}; last log lines:\n"
+                + _log_tail(wrapped, running.secrets)
+            ),
         )
         yield running
     finally:
