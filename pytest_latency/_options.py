@@ -9,6 +9,7 @@ light modules (no numpy, scipy, HTTP clients or protobuf).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,12 @@ FLAGS: tuple[_Flag, ...] = (
         "SPEC",
     ),
     _Flag("model", "model name to request (default: the server's first listed model)", "NAME"),
+    _Flag(
+        "api-key-env",
+        "environment variable holding a URL server's API key (sent as a Bearer token; "
+        "the key never appears in output or reports)",
+        "VAR",
+    ),
     _Flag("json", "write every run (phases, objectives, requests) as JSON to PATH", "PATH"),
     _Flag("html", "write an HTML report to PATH", "PATH"),
     _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
@@ -130,6 +137,7 @@ class LatencyOptions:
     baseline_history: int = 1
     allow_baseline_mismatch: bool = False
     error_control: str = "test"
+    api_key_env: str | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -208,7 +216,6 @@ def read_options(config: pytest.Config) -> LatencyOptions:
     receiver = text("otlp-receiver")
     if receiver:
         _checked("otlp-receiver", receiver, parse_listen_address)
-    error_control = _choice("error-control", text("error-control") or "test", ERROR_CONTROLS)
     trace_url = text("trace-url")
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
@@ -236,14 +243,24 @@ def read_options(config: pytest.Config) -> LatencyOptions:
             str(_checked("baseline-history", text("baseline-history") or "1", _parse_workers))
         ),
         allow_baseline_mismatch=bool(_raw(config, "allow-baseline-mismatch")),
-        error_control=error_control,
+        error_control=_choice("error-control", text("error-control") or "test", ERROR_CONTROLS),
         seed=seed,
         workers=int(str(_checked("workers", text("workers") or "1", _parse_workers))),
         image=text("image"),
         gpus=str(_checked("gpus", text("gpus"), parse_gpus)) if text("gpus") else None,
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
+        api_key_env=_set_variable("api-key-env", text("api-key-env")),
     )
+
+
+def _set_variable(name: str, variable: str | None) -> str | None:
+    """An environment variable's name, checked to be set (its value is never read here)."""
+    if variable and not os.environ.get(variable):
+        raise pytest.UsageError(
+            f"--latency-{name} {variable}: that environment variable is not set"
+        )
+    return variable
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:

@@ -51,6 +51,12 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--latency-baseline: {error}") from None
         raise
     config.stash[SESSION_KEY] = session
+    from pytest_latency import interrupts
+
+    # SIGTERM stops like Ctrl-C: the records are kept and the containers removed.
+    handler = config.stash[interrupts.HANDLER_KEY] = interrupts.install()
+    cleanup = interrupts.StopServersOnInterrupt(handler, session.stop_servers)
+    config.pluginmanager.register(cleanup, "latency-interrupts")
     config.pluginmanager.register(fixtures, "latency-fixtures")  # the ``latency`` fixture
     if options.record_content:
         config.issue_config_time_warning(
@@ -162,5 +168,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     session = _latency_session(config)
-    if session is not None:
+    if session is None:
+        return
+    from pytest_latency import interrupts
+
+    handler = config.stash.get(interrupts.HANDLER_KEY, None)
+    if handler is not None:
+        interrupts.cleaning_up(handler)  # a second SIGTERM must not cut the removal short
+    try:
         session.close()
+    finally:
+        if handler is not None:
+            interrupts.restore(handler)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_latency._options import LatencyOptions
+from pytest_latency.interrupts import interrupt_reason
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
 from pytest_latency.spec import ServerSpec, Workload
@@ -21,8 +22,9 @@ from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
 if TYPE_CHECKING:
     from pytest_latency.baseline import Baseline
-    from pytest_latency.driver import DriveResult, RunInterrupted, Target
+    from pytest_latency.driver import DriveResult, Target
     from pytest_latency.result import LatencyResult, SessionBudget
+    from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
     from pytest_latency.workload import Plan
 
@@ -94,6 +96,9 @@ class LatencySession:
         missing = {
             name: value for name, value in flags.items() if value and not getattr(chosen, name)
         }
+        key_env = self.options.api_key_env
+        if chosen.kind == "url" and key_env and "api_key_env" not in chosen.options:
+            missing["options"] = {**chosen.options, "api_key_env": key_env}  # type: ignore[assignment]
         return dataclasses.replace(chosen, **missing) if missing else chosen  # type: ignore[arg-type]
 
     def kind(self, name: str) -> ServerKind | None:
@@ -166,12 +171,12 @@ class LatencySession:
             model=info.model,
             api=info.api,  # type: ignore[arg-type]
             extra_body=request_options(workload),
+            api_key=info.api_key,
         )
         interrupted, outcome, series = self._drive(plan, target, info.kind)
         joined = None
         if interrupted is None:
-            expect_spans = info.exports_spans or self.options.otlp_receiver is not None
-            joined = self.telemetry.join(outcome.records, expect_spans=expect_spans)
+            joined, interrupted = self._join(outcome, info)
         result = LatencyResult(
             test=test,
             server=info,
@@ -185,7 +190,7 @@ class LatencySession:
             server_metrics=series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
-            interrupted=None if interrupted is None else "interrupted (Ctrl-C)",
+            interrupted=None if interrupted is None else f"interrupted ({interrupt_reason()})",
         )
         result.gate = enforce
         result.error_budget = self.error_budget
@@ -199,20 +204,38 @@ class LatencySession:
 
     def _drive(
         self, plan: Plan, target: Target, kind: str
-    ) -> tuple[RunInterrupted | None, DriveResult, MetricsSeries | None]:
-        """Run the plan while telemetry observes; Ctrl-C returns what was measured."""
+    ) -> tuple[KeyboardInterrupt | None, DriveResult, MetricsSeries | None]:
+        """Run the plan while telemetry observes; Ctrl-C (or SIGTERM) returns what was
+        measured, also when it lands as the scraper stops, after the drive."""
         from pytest_latency.driver import RunInterrupted, run_plan
 
-        interrupted: RunInterrupted | None = None
-        with self.telemetry.observe(target.base_url, kind) as observation:
-            try:
-                outcome = run_plan(
-                    plan, target, self.telemetry.client_spans, workers=self.options.workers
-                )
-            except RunInterrupted as stop:  # keep what was measured, then stop pytest
-                interrupted, outcome = stop, stop.result
-            observation.time_zero_ns = outcome.started_ns
-        return interrupted, outcome, observation.series
+        interrupted: KeyboardInterrupt | None = None
+        outcome: DriveResult | None = None
+        observation = None
+        try:
+            with self.telemetry.observe(target.base_url, kind) as observation:
+                try:
+                    outcome = run_plan(
+                        plan, target, self.telemetry.client_spans, workers=self.options.workers
+                    )
+                except RunInterrupted as stop:  # keep what was measured, then stop pytest
+                    interrupted, outcome = stop, stop.result
+                observation.time_zero_ns = outcome.started_ns
+        except KeyboardInterrupt as stop:
+            if outcome is None:  # not from the drive: nothing measured to keep
+                raise
+            interrupted = interrupted or stop
+        return interrupted, outcome, None if observation is None else observation.series
+
+    def _join(
+        self, outcome: DriveResult, info: ServerInfo
+    ) -> tuple[JoinReport | None, KeyboardInterrupt | None]:
+        """Server timings for the records; Ctrl-C while waiting for spans keeps the run."""
+        expect_spans = info.exports_spans or self.options.otlp_receiver is not None
+        try:
+            return self.telemetry.join(outcome.records, expect_spans=expect_spans), None
+        except KeyboardInterrupt as stop:  # the records are complete, only spans are missing
+            return None, stop
 
     def _attach_baseline(self, result: LatencyResult) -> None:
         """Give ``result`` its stored runs, or the reason they are not comparable."""
@@ -240,10 +263,14 @@ class LatencySession:
             return
         result.baseline_runs = [run.records for run in stored]
 
-    def close(self) -> None:
+    def stop_servers(self) -> None:
+        """Stop every server this session started (containers removed); idempotent."""
         self._servers.clear()
+        self._stack.close()
+
+    def close(self) -> None:
         try:
-            self._stack.close()
+            self.stop_servers()
         finally:
             self.telemetry.close()
 

@@ -30,6 +30,7 @@ from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
 from pytest_latency.records import RequestRecord, Status
+from pytest_latency.secret import Secret
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
@@ -51,7 +52,10 @@ _PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where to send: an OpenAI-compatible server. ``headers`` (e.g. auth) are never logged.
+    """Where to send: an OpenAI-compatible server. ``headers`` are never logged.
+
+    ``api_key`` is sent as ``Authorization: Bearer``; it is revealed only into the
+    headers of the requests, and texts the server sends back are redacted of it.
 
     ``extra_body`` keys (e.g. ``min_tokens``, ``ignore_eos``) are added to every request
     body last, so they override the driver's own keys. ``limits`` bound what one response
@@ -65,6 +69,7 @@ class Target:
     headers: Mapping[str, str] = field(default_factory=dict)
     extra_body: Mapping[str, object] = field(default_factory=dict)
     limits: ResponseLimits = field(default_factory=ResponseLimits)
+    api_key: Secret | None = None
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:
@@ -214,12 +219,19 @@ class Run:
             await anyio.sleep(delay_ns / 1e9)
         return t0
 
+    def _auth_headers(self) -> dict[str, str]:
+        """The target's own headers and its API key (revealed here, into headers only)."""
+        headers = {name.lower(): value for name, value in self.target.headers.items()}
+        if self.target.api_key is not None:
+            headers["authorization"] = f"Bearer {self.target.api_key.reveal()}"
+        return headers
+
     def _sender(self, transport: Transport) -> Sender:
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
             "accept-encoding": "identity",  # byte-exact SSE, no decompression on the hot path
-            **{name.lower(): value for name, value in self.target.headers.items()},
+            **self._auth_headers(),
         }
         return Sender(
             transport=transport,
@@ -230,6 +242,7 @@ class Run:
             timeout_s=self.plan.workload.timeout_s,
             spans=self.spans,
             limits=self.target.limits,
+            secrets=() if self.target.api_key is None else (self.target.api_key,),
         )
 
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
@@ -250,7 +263,7 @@ class Run:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""
         pings = max(1, min(WARM_CONNECTIONS, len(self.plan.requests)))
         url = self.target.base_url.rstrip("/") + "/v1/models"
-        headers = dict(self.target.headers)
+        headers = self._auth_headers()
         with anyio.move_on_after(min(WARM_PING_TIMEOUT_S, sender.timeout_s)):
             async with anyio.create_task_group() as tasks:
                 for _ in range(pings):

@@ -55,6 +55,7 @@ from pytest_latency.driver.sse import StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.driver.transport import ExchangeFailure, Response, Transport, unreadable
 from pytest_latency.records import RequestRecord, Status
+from pytest_latency.secret import Secret, redact
 from pytest_latency.workload.plan import PlannedRequest
 
 
@@ -63,13 +64,14 @@ class Sender:
     """Everything requests of one run share; ``t0_ns`` is time zero (perf_counter ns)."""
 
     transport: Transport
-    headers: Mapping[str, str]
+    headers: Mapping[str, str] = field(repr=False)  # may carry credentials
     model: str
     chat: bool
     extra_body: Mapping[str, object]
     timeout_s: float
     spans: ClientSpans
     limits: ResponseLimits = field(default_factory=ResponseLimits)
+    secrets: tuple[Secret, ...] = field(default=(), repr=False)  # hidden in error texts
     t0_ns: int = 0
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
@@ -115,6 +117,8 @@ class Sender:
                 if scope.cancelled_caught
                 else "internal: request ended without a status"
             )
+        if self.secrets and record.error:  # a server may quote the key it refused
+            record.error = redact(record.error, self.secrets)
 
     async def _exchange(
         self, record: RequestRecord, content: bytes, headers: Mapping[str, str], prompt: str

@@ -56,7 +56,10 @@ def partition(plan: Plan, workers: int) -> list[Plan]:
 
 def _worker_main(part: Plan, target: Target, channel: Connection) -> None:
     """A worker process: warm up, agree time zero, drive its part, send the result back."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    # The parent handles Ctrl-C and SIGTERM (a CI job's whole process group may get
+    # them): it stops the workers and keeps the records.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     async def time_zero() -> int:
         channel.send("ready")
@@ -88,38 +91,49 @@ class _Worker:
 
 
 def run_workers(plan: Plan, target: Target, workers: int) -> DriveResult:
-    """Drive ``plan`` from ``workers`` processes; complete records even if one dies."""
+    """Drive ``plan`` from ``workers`` processes; complete records even if one dies.
+
+    Ctrl-C (or SIGTERM, see :mod:`pytest_latency.interrupts`) raises
+    :class:`RunInterrupted` with the records, also when it lands while the finished
+    workers are being joined: what they sent back is kept.
+    """
     if not SHARED_CLOCK:
         raise RuntimeError("workers need perf_counter on CLOCK_MONOTONIC (Linux)")
-    context = multiprocessing.get_context("spawn")
     pool: list[_Worker] = []
     t0 = 0
     try:
-        for index, part in enumerate(partition(plan, workers)):
-            ours, theirs = context.Pipe()
-            process = context.Process(
-                target=_worker_main,
-                args=(part, target, theirs),
-                name=f"pytest-latency-worker-{index}",
-                daemon=True,
-            )
-            process.start()
-            theirs.close()
-            pool.append(_Worker(index, part, process, ours))
-        _await_ready(pool)
-        t0 = time.perf_counter_ns() + round(START_MARGIN_S * 1e9)
-        for worker in pool:
-            if worker.ready:
-                worker.channel.send(t0)
-        bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
-        _collect(pool, time.monotonic() + bound_s)
+        try:
+            _start(plan, target, workers, pool)
+            _await_ready(pool)
+            t0 = time.perf_counter_ns() + round(START_MARGIN_S * 1e9)
+            for worker in pool:
+                if worker.ready:
+                    worker.channel.send(t0)
+            bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
+            _collect(pool, time.monotonic() + bound_s)
+        finally:
+            _stop(pool)
     except KeyboardInterrupt as exc:
         for worker in pool:
             worker.failure = worker.failure or "run interrupted"
         raise RunInterrupted(_merge(plan, pool, t0)) from exc
-    finally:
-        _stop(pool)
     return _merge(plan, pool, t0)
+
+
+def _start(plan: Plan, target: Target, workers: int, pool: list[_Worker]) -> None:
+    """Start one process per part, added to ``pool`` as each starts (for cleanup)."""
+    context = multiprocessing.get_context("spawn")
+    for index, part in enumerate(partition(plan, workers)):
+        ours, theirs = context.Pipe()
+        process = context.Process(
+            target=_worker_main,
+            args=(part, target, theirs),
+            name=f"pytest-latency-worker-{index}",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        pool.append(_Worker(index, part, process, ours))
 
 
 def _await_ready(pool: list[_Worker]) -> None:

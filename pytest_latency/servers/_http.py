@@ -7,7 +7,14 @@ from collections.abc import Callable
 
 import httpx
 
+from pytest_latency.secret import Secret, redact
 from pytest_latency.servers.base import ServerStartError
+
+
+def _client(timeout_s: float, api_key: Secret | None = None) -> httpx.Client:
+    """A client that sends the API key (revealed here, into the client's headers only)."""
+    headers = {} if api_key is None else {"Authorization": f"Bearer {api_key.reveal()}"}
+    return httpx.Client(timeout=timeout_s, trust_env=False, headers=headers)
 
 
 def wait_healthy(
@@ -48,9 +55,9 @@ def wait_healthy(
     )
 
 
-def probe_version(base_url: str) -> str | None:
+def probe_version(base_url: str, api_key: Secret | None = None) -> str | None:
     """The server's version where it says (vLLM ``/version``, TGI ``/info``); else None."""
-    with httpx.Client(timeout=1.0, trust_env=False) as client:
+    with _client(1.0, api_key) as client:
         for path in ("/version", "/info"):
             try:
                 response = client.get(f"{base_url}{path}")
@@ -63,18 +70,26 @@ def probe_version(base_url: str) -> str | None:
     return None
 
 
-def discover_model(base_url: str, timeout_s: float = 10.0) -> str:
-    """The first model id from ``GET /v1/models``; ServerStartError when unreachable."""
+def discover_model(base_url: str, timeout_s: float = 10.0, api_key: Secret | None = None) -> str:
+    """The first model id from ``GET /v1/models``; ServerStartError when unreachable.
+
+    A failure is raised outside the ``except``, without httpx's exception as its
+    context: httpx's frames hold the request's headers (the API key) in their locals.
+    """
+    failure: str | None = None
     try:
-        with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        with _client(timeout_s, api_key) as client:
             response = client.get(f"{base_url}/v1/models")
             response.raise_for_status()
             models = response.json().get("data") or []
     except (httpx.HTTPError, ValueError) as error:
-        raise ServerStartError(
-            f"cannot list models at {base_url}/v1/models ({type(error).__name__}: {error}); "
+        detail = redact(f"{type(error).__name__}: {error}", [api_key] if api_key else [])
+        failure = (
+            f"cannot list models at {base_url}/v1/models ({detail}); "
             f"pass the model with --latency-model or server: {{model: ...}}"
-        ) from error
+        )
+    if failure is not None:
+        raise ServerStartError(failure)
     if not models or not isinstance(models[0], dict) or "id" not in models[0]:
         raise ServerStartError(f"{base_url}/v1/models lists no model; pass --latency-model")
     return str(models[0]["id"])

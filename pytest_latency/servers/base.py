@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pytest_latency.errors import ServerStartError as ServerStartError  # re-exported
+from pytest_latency.secret import Secret
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,3 +26,5 @@ class ServerInfo:
     exports_spans: bool = False  # configured to send its spans to the plugin's receiver
     # Why the server is gone (exit code, last logs), None while it runs; None: unknown.
     exit_problem: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    # Sent as ``Authorization: Bearer`` with every request; never in a report.
+    api_key: Secret | None = field(default=None, repr=False, compare=False)

@@ -3,8 +3,9 @@
 Each kind's module turns a ``ServerSpec`` into a ``ContainerSpec`` (pure data, unit
 tested for the exact container it would start); ``run_container`` starts it, waits
 until the server answers its health URL, measures that as the cold start, and removes
-the container on every exit path. Containers whose owning test process died are
-removed on the next start (``ownership.py``; testcontainers' reaper is disabled).
+the container on every exit path. Containers whose owning test run is gone (a dead
+pid here, a stale heartbeat elsewhere) are removed on the next start (``ownership.py``,
+``heartbeat.py``; testcontainers' reaper is disabled).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_latency.secret import Secret, from_environment, redact
 from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
+from pytest_latency.servers.heartbeat import Heartbeat
 from pytest_latency.servers.ownership import owner_labels, remove_orphans
 from pytest_latency.spec import ServerSpec, gpu_ids, parse_gpus
 
@@ -175,6 +178,8 @@ class RunningContainer:
     container_id: str
     image_id: str
     _container: Any = field(repr=False)
+    # Values to hide in the container's own log lines (a server may print its env).
+    secrets: tuple[Secret, ...] = field(default=(), repr=False)
 
     def exit_problem(self) -> str | None:
         """Why the server is gone (exit code and last log lines), or None while it runs."""
@@ -188,25 +193,30 @@ class RunningContainer:
         return (
             f"container {self.container_id[:12]} ({self.spec.image}) exited with code "
             f"{state.get('ExitCode')}{' (OOM-killed)' if state.get('OOMKilled') else ''}; "
-            f"last log lines:\n{_log_tail(self._container)}"
+            f"last log lines:\n{_log_tail(self._container, self.secrets)}"
         )
 
 
-def _log_tail(container: Any) -> str:
+def _log_tail(container: Any, secrets: tuple[Secret, ...] = ()) -> str:
     try:
         logs = container.logs(tail=LOG_TAIL_LINES).decode("utf-8", "replace").rstrip()
     except Exception as error:  # the container may already be removed
         return f"  (logs unavailable: {type(error).__name__})"
+    logs = redact(logs, secrets)
     return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
 
 
+def secret_environment(spec: ContainerSpec) -> dict[str, Secret]:
+    """The secret variables ``spec`` names, from the test process's environment."""
+    found = {name: from_environment(name) for name in spec.secret_environment}
+    return {name: secret for name, secret in found.items() if secret is not None}
+
+
 def _docker_container(spec: ContainerSpec) -> Any:
+    """The container to start, without its secrets (added only for the start call)."""
     from testcontainers.core.container import DockerContainer
 
     environment = dict(spec.environment)
-    environment.update(
-        {name: os.environ[name] for name in spec.secret_environment if name in os.environ}
-    )
     container = DockerContainer(spec.image, env=environment).with_command(list(spec.command))
     for volume in spec.volumes:
         container.with_volume_mapping(volume.host_path, volume.container_path, volume.mode)
@@ -260,6 +270,28 @@ def _reaper_disabled() -> Iterator[None]:
         testcontainers_config.ryuk_disabled = previous
 
 
+def _start(container: Any, spec: ContainerSpec, secrets: dict[str, Secret]) -> None:
+    """``docker run``, the secrets revealed into the environment for this call only.
+
+    A failure is raised outside the ``except`` block, without the SDK's exception as its
+    cause or context: the SDK's frames hold the revealed environment in their locals,
+    which ``pytest -l`` would print. Its text is kept, redacted.
+    """
+    failure: str | None = None
+    container.env.update({name: secret.reveal() for name, secret in secrets.items()})
+    try:
+        with _reaper_disabled():
+            container.start()
+    except Exception as error:
+        detail = redact(f"{type(error).__name__}: {error}", secrets.values())
+        failure = f"cannot start {spec.describe()}: {detail}"
+    finally:
+        for name in secrets:
+            container.env.pop(name, None)
+    if failure is not None:
+        raise ServerStartError(failure)
+
+
 def _remove(container: Any) -> None:
     """Force-remove; a failure here must not hide why the run ended."""
     try:
@@ -270,9 +302,8 @@ def _remove(container: Any) -> None:
         warnings.warn(f"could not remove a server container: {error}", stacklevel=3)
 
 
-@contextmanager
-def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
-    """Start ``spec``, wait until healthy, yield it; always remove the container."""
+def _connect(spec: ContainerSpec) -> tuple[Any, Any]:
+    """The container to start and the engine's client; ServerStartError without one."""
     try:
         container = _docker_container(spec)
         client = container.get_docker_client().client
@@ -282,40 +313,56 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             f"cannot reach a Docker engine to start {spec.kind} ({type(error).__name__}: "
             f"{error}); on a root machine `bash scripts/docker-engine.sh` installs and starts one"
         ) from error
+    return container, client
+
+
+def _url(container: Any, spec: ContainerSpec) -> str:
+    if spec.network == "host":
+        return f"http://127.0.0.1:{spec.listen.port}"
+    host = container.get_container_host_ip()
+    return f"http://{host}:{container.get_exposed_port(spec.listen.port)}"
+
+
+@contextmanager
+def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
+    """Start ``spec``, wait until healthy, yield it; always remove the container.
+
+    While it exists the container has a heartbeat (``heartbeat.py``), so that sweeps
+    from other CI jobs on the engine leave it alone.
+    """
+    container, client = _connect(spec)
     remove_orphans(client)
     _prepare_host(spec, client)
     started = time.monotonic()  # cold start: from create to healthy, the image present
+    heartbeat: Heartbeat | None = None
+    secrets = secret_environment(spec)
     try:
-        try:
-            with _reaper_disabled():
-                container.start()
-        except Exception as error:
-            raise ServerStartError(
-                f"cannot start {spec.describe()}: {type(error).__name__}: {error}"
-            ) from error
+        _start(container, spec, secrets)
         wrapped = container.get_wrapped_container()
-        if spec.network == "host":
-            url = f"http://127.0.0.1:{spec.listen.port}"
-        else:
-            host = container.get_container_host_ip()
-            url = f"http://{host}:{container.get_exposed_port(spec.listen.port)}"
+        heartbeat = Heartbeat(wrapped, client).start()
         running = RunningContainer(
             spec=spec,
-            url=url,
+            url=_url(container, spec),
             cold_start_s=0.0,
             container_id=wrapped.id,
             image_id=str(wrapped.image.id),
             _container=wrapped,
+            secrets=tuple(secrets.values()),
         )
         running.cold_start_s = wait_healthy(
-            url,
+            running.url,
             spec.startup_timeout_s,
             f"{spec.kind} server",
             path=spec.health_path,
             started=started,
             gone=running.exit_problem,
-            evidence=lambda: f"container {spec.describe()}; last log lines:\n" + _log_tail(wrapped),
+            evidence=lambda: (
+                f"container {spec.describe()}; last log lines:\n"
+                + _log_tail(wrapped, running.secrets)
+            ),
         )
         yield running
     finally:
+        if heartbeat is not None:
+            heartbeat.stop()
         _remove(container)  # on every exit path (KeyboardInterrupt included)

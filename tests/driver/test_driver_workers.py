@@ -12,6 +12,7 @@ import multiprocessing
 import threading
 import time
 
+import pytest
 from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
 from pytest_latency.driver import Status, Target, run_plan
@@ -71,3 +72,25 @@ def test_a_dead_worker_leaves_cancelled_records(server: ScriptedServer) -> None:
     lost = [record for record in result.records if record.status is Status.CANCELLED]
     assert len(lost) == 20  # the dead worker's whole share
     assert all("died" in (record.error or "") for record in lost)
+
+
+def test_ctrl_c_while_the_workers_are_joined_keeps_their_records(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last window of a run: every worker sent its records, Ctrl-C lands as they
+    are joined. That used to escape as a bare KeyboardInterrupt, losing the run."""
+    from pytest_latency.driver import RunInterrupted, workers
+
+    server.route("w", SCRIPT)
+    stop = workers._stop
+
+    def interrupted_stop(pool: list[workers._Worker]) -> None:
+        stop(pool)
+        raise KeyboardInterrupt  # what a Ctrl-C during the joins raises
+
+    monkeypatch.setattr(workers, "_stop", interrupted_stop)
+    with pytest.raises(RunInterrupted) as interrupted:
+        run_plan(plan_at([0.02 * i for i in range(10)]), Target(server.url, "w"), workers=2)
+    records = interrupted.value.result.records
+    assert [record.id for record in records] == list(range(10))
+    assert {record.status for record in records} == {Status.OK}

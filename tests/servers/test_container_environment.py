@@ -17,6 +17,7 @@ class FakeContainer:
 
     def __init__(self) -> None:
         self.reaper_disabled_at_start: bool | None = None
+        self.env: dict[str, str] = {}  # DockerContainer's environment for the start
         self.stopped = False
         client = type("Client", (), {"ping": lambda self: True})()
         self._docker = type("Docker", (), {"client": client})()
