@@ -112,6 +112,26 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
     items.clear()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    session = _latency_session(item.config)
+    if session is not None and item.config.getoption("xmlpath", None):
+        from pytest_latency.report.junit import RUNS_BEFORE
+
+        item.stash[RUNS_BEFORE] = len(session.runs)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the teardown report copies user_properties
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Objective verdicts into ``--junitxml`` (report/junit.py), once per test."""
+    session = _latency_session(item.config)
+    if call.when != "teardown" or session is None or not item.config.getoption("xmlpath", None):
+        return
+    from pytest_latency.report.junit import add_junit_properties
+
+    add_junit_properties(item, session.runs)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     session = _latency_session(config)
     if session is None:
