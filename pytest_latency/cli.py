@@ -192,9 +192,13 @@ def _judge(arguments: argparse.Namespace) -> int:
 
 
 def _report(arguments: argparse.Namespace) -> int:
-    """``pytest-latency report RUN.json --html OUT.html``: the session's report, from a file."""
+    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md]``: the
+    session's reports, from a file."""
     from pytest_latency.report.html import write_html_from_file
+    from pytest_latency.report.markdown import write_markdown_from_file
 
+    if arguments.html is None and arguments.markdown is None:
+        raise UsageError("give --html OUT.html, --markdown OUT.md or both")
     template = arguments.trace_url
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
@@ -203,24 +207,31 @@ def _report(arguments: argparse.Namespace) -> int:
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except RunFileError as error:
         raise UsageError(str(error)) from None
-    try:
-        write_html_from_file(arguments.html, runs, baseline, template)
-    except OSError as error:
-        raise UsageError(f"{arguments.html}: cannot write ({error})") from None
-    print(f"HTML report: {arguments.html} ({len(runs)} run(s))")
+    for path, write, kind in (
+        (arguments.html, write_html_from_file, "HTML"),
+        (arguments.markdown, write_markdown_from_file, "Markdown"),
+    ):
+        if path is None:
+            continue
+        try:
+            write(path, runs, baseline, template)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write ({error})") from None
+        print(f"{kind} report: {path} ({len(runs)} run(s))")
     return EXIT_OK
 
 
 def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
-        help="render the HTML report of a --latency-json file",
-        description="Render the report --latency-html writes from the runs of RUN.json. "
-        "Exit 0: written; 2: usage error.",
+        help="render the HTML report or Markdown summary of a --latency-json file",
+        description="Render the reports --latency-html and --latency-markdown write from "
+        "the runs of RUN.json. Exit 0: written; 2: usage error.",
     )
     report.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
+    report.add_argument("--html", type=Path, metavar="OUT.html", help="write the HTML report here")
     report.add_argument(
-        "--html", type=Path, required=True, metavar="OUT.html", help="write the report here"
+        "--markdown", type=Path, metavar="OUT.md", help="write the Markdown summary here"
     )
     report.add_argument(
         "--baseline",
