@@ -246,6 +246,60 @@ def _add_report(commands: Any) -> None:
     )
 
 
+def _compare(arguments: argparse.Namespace) -> int:
+    """``pytest-latency compare A.json B.json``: percentiles side by side, B/A."""
+    import shutil
+
+    from pytest_latency.analysis.samples import LATENCY_METRICS
+    from pytest_latency.analysis.side_by_side import compare_runs
+    from pytest_latency.report.compare_table import format_comparison
+
+    metrics = [name.strip() for name in arguments.metrics.split(",") if name.strip()]
+    unknown = [name for name in metrics if name not in LATENCY_METRICS]
+    if unknown or not metrics:
+        raise UsageError(f"--metrics: expected some of {', '.join(LATENCY_METRICS)}")
+    try:
+        ps = [float(text) for text in arguments.percentiles.split(",")]
+    except ValueError:
+        ps = []
+    if not ps or not all(1 < p < 100 for p in ps):
+        raise UsageError("--percentiles: numbers between 1 and 100, e.g. 50,90,95,99")
+    try:
+        a, b = load_baseline(arguments.a), load_baseline(arguments.b)
+    except RunFileError as error:
+        raise UsageError(str(error)) from None
+    comparison = compare_runs(a.runs, b.runs, metrics, ps)
+    if not comparison.tests:
+        raise UsageError(
+            f"no test is in both files ({arguments.a}: {', '.join(a.runs) or 'no runs'};"
+            f" {arguments.b}: {', '.join(b.runs) or 'no runs'})"
+        )
+    width = arguments.width or shutil.get_terminal_size().columns
+    print(format_comparison(comparison, width))
+    return EXIT_OK
+
+
+def _add_compare(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="print two --latency-json files' percentiles side by side, with B/A",
+        description="Per test in both files (the newest run of each) and per phase: each "
+        "metric's percentiles in A and B and their ratio B/A. Descriptive: no bound, no "
+        "verdict. Exit 0: printed; 2: usage error.",
+    )
+    compare.add_argument("a", type=Path, metavar="A.json", help="the reference run(s)")
+    compare.add_argument("b", type=Path, metavar="B.json", help="the run(s) to compare with A")
+    compare.add_argument(
+        "--metrics", default="ttft,itl,e2e", metavar="LIST", help="default: ttft,itl,e2e"
+    )
+    compare.add_argument(
+        "--percentiles", default="50,90,95,99", metavar="LIST", help="default: 50,90,95,99"
+    )
+    compare.add_argument(
+        "--width", type=int, metavar="COLUMNS", help="table width (default: the terminal's)"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pytest-latency", description="Work with saved pytest-latency runs."
@@ -278,6 +332,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
     _add_report(commands)
+    _add_compare(commands)
     return parser
 
 
@@ -285,8 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``pytest-latency`` console script; returns the exit code."""
     # argparse exits with 2 on its own usage errors, which is our usage code too.
     arguments = _parser().parse_args(argv)
+    commands = {"report": _report, "compare": _compare, "judge": _judge}
     try:
-        return _report(arguments) if arguments.command == "report" else _judge(arguments)
+        return commands[arguments.command](arguments)
     except UsageError as error:
         print(f"pytest-latency {arguments.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
