@@ -333,6 +333,9 @@ def _parser() -> argparse.ArgumentParser:
     judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
     _add_report(commands)
     _add_compare(commands)
+    from pytest_latency.cli_images import add_images
+
+    add_images(commands)
     return parser
 
 
@@ -340,7 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``pytest-latency`` console script; returns the exit code."""
     # argparse exits with 2 on its own usage errors, which is our usage code too.
     arguments = _parser().parse_args(argv)
-    commands = {"report": _report, "compare": _compare, "judge": _judge}
+    from pytest_latency.cli_images import build_command
+
+    commands = {"report": _report, "compare": _compare, "images": build_command, "judge": _judge}
     try:
         return commands[arguments.command](arguments)
     except UsageError as error:
