@@ -166,3 +166,22 @@ def test_xunit1_also_has_testcase_properties(pytester):
     spec_case = next(case for name, case in cases.items() if name and "errors" in name)
     assert spec_case.find("properties/property[@name='latency.error_rate.all.verdict']") is not None
     assert cases["test_not_latency"].find("properties") is None
+
+
+def test_item_results_take_its_own_runs_and_its_paired_comparisons():
+    from types import SimpleNamespace
+
+    from pytest_latency.report.junit import RUNS_BEFORE, item_results
+
+    mine, earlier, other, paired = (
+        _result(objective("ttft", p=50, max=f"{ms}ms")) for ms in (1, 2, 3, 4)
+    )
+    runs = [
+        SimpleNamespace(test="t::a", objective_results=[earlier]),  # a rerun's first try
+        SimpleNamespace(test="t::a", objective_results=[mine]),
+        SimpleNamespace(test="t::b", objective_results=[other]),
+    ]
+    fixture = SimpleNamespace(comparisons=[SimpleNamespace(results=[paired])])
+    item = SimpleNamespace(nodeid="t::a", stash=pytest.Stash(), funcargs={"latency": fixture})
+    item.stash[RUNS_BEFORE] = 1
+    assert item_results(item, runs) == [mine, paired]
