@@ -57,6 +57,12 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag("json", "write every run (phases, objectives, requests) as JSON to PATH", "PATH"),
     _Flag("html", "write an HTML report to PATH", "PATH"),
+    _Flag(
+        "markdown",
+        "write a Markdown summary (verdicts, slowest requests, diagnosis) to PATH; "
+        "$GITHUB_STEP_SUMMARY gets it appended when set",
+        "PATH",
+    ),
     _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
     _Flag("otlp-endpoint", "export client spans to this OTLP/HTTP collector", "URL"),
     _Flag(
@@ -138,6 +144,7 @@ class LatencyOptions:
     allow_baseline_mismatch: bool = False
     error_control: str = "test"
     api_key_env: str | None = None
+    markdown_path: Path | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -229,6 +236,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         model=model,
         json_path=path("json"),
         html_path=path("html"),
+        markdown_path=path("markdown"),
         otlp_receiver=receiver,
         otlp_endpoint=text("otlp-endpoint"),
         otlp_grace_s=_duration("otlp-grace", text("otlp-grace"), DEFAULT_GRACE_S),

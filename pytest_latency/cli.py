@@ -192,9 +192,13 @@ def _judge(arguments: argparse.Namespace) -> int:
 
 
 def _report(arguments: argparse.Namespace) -> int:
-    """``pytest-latency report RUN.json --html OUT.html``: the session's report, from a file."""
+    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md]``: the
+    session's reports, from a file."""
     from pytest_latency.report.html import write_html_from_file
+    from pytest_latency.report.markdown import write_markdown_from_file
 
+    if arguments.html is None and arguments.markdown is None:
+        raise UsageError("give --html OUT.html, --markdown OUT.md or both")
     template = arguments.trace_url
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
@@ -203,24 +207,31 @@ def _report(arguments: argparse.Namespace) -> int:
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except RunFileError as error:
         raise UsageError(str(error)) from None
-    try:
-        write_html_from_file(arguments.html, runs, baseline, template)
-    except OSError as error:
-        raise UsageError(f"{arguments.html}: cannot write ({error})") from None
-    print(f"HTML report: {arguments.html} ({len(runs)} run(s))")
+    for path, write, kind in (
+        (arguments.html, write_html_from_file, "HTML"),
+        (arguments.markdown, write_markdown_from_file, "Markdown"),
+    ):
+        if path is None:
+            continue
+        try:
+            write(path, runs, baseline, template)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write ({error})") from None
+        print(f"{kind} report: {path} ({len(runs)} run(s))")
     return EXIT_OK
 
 
 def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
-        help="render the HTML report of a --latency-json file",
-        description="Render the report --latency-html writes from the runs of RUN.json. "
-        "Exit 0: written; 2: usage error.",
+        help="render the HTML report or Markdown summary of a --latency-json file",
+        description="Render the reports --latency-html and --latency-markdown write from "
+        "the runs of RUN.json. Exit 0: written; 2: usage error.",
     )
     report.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
+    report.add_argument("--html", type=Path, metavar="OUT.html", help="write the HTML report here")
     report.add_argument(
-        "--html", type=Path, required=True, metavar="OUT.html", help="write the report here"
+        "--markdown", type=Path, metavar="OUT.md", help="write the Markdown summary here"
     )
     report.add_argument(
         "--baseline",
@@ -232,6 +243,60 @@ def _add_report(commands: Any) -> None:
         "--trace-url",
         metavar="TEMPLATE",
         help="link trace ids with this {trace_id} URL template (default: the run's own)",
+    )
+
+
+def _compare(arguments: argparse.Namespace) -> int:
+    """``pytest-latency compare A.json B.json``: percentiles side by side, B/A."""
+    import shutil
+
+    from pytest_latency.analysis.samples import LATENCY_METRICS
+    from pytest_latency.analysis.side_by_side import compare_runs
+    from pytest_latency.report.compare_table import format_comparison
+
+    metrics = [name.strip() for name in arguments.metrics.split(",") if name.strip()]
+    unknown = [name for name in metrics if name not in LATENCY_METRICS]
+    if unknown or not metrics:
+        raise UsageError(f"--metrics: expected some of {', '.join(LATENCY_METRICS)}")
+    try:
+        ps = [float(text) for text in arguments.percentiles.split(",")]
+    except ValueError:
+        ps = []
+    if not ps or not all(1 < p < 100 for p in ps):
+        raise UsageError("--percentiles: numbers between 1 and 100, e.g. 50,90,95,99")
+    try:
+        a, b = load_baseline(arguments.a), load_baseline(arguments.b)
+    except RunFileError as error:
+        raise UsageError(str(error)) from None
+    comparison = compare_runs(a.runs, b.runs, metrics, ps)
+    if not comparison.tests:
+        raise UsageError(
+            f"no test is in both files ({arguments.a}: {', '.join(a.runs) or 'no runs'};"
+            f" {arguments.b}: {', '.join(b.runs) or 'no runs'})"
+        )
+    width = arguments.width or shutil.get_terminal_size().columns
+    print(format_comparison(comparison, width))
+    return EXIT_OK
+
+
+def _add_compare(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="print two --latency-json files' percentiles side by side, with B/A",
+        description="Per test in both files (the newest run of each) and per phase: each "
+        "metric's percentiles in A and B and their ratio B/A. Descriptive: no bound, no "
+        "verdict. Exit 0: printed; 2: usage error.",
+    )
+    compare.add_argument("a", type=Path, metavar="A.json", help="the reference run(s)")
+    compare.add_argument("b", type=Path, metavar="B.json", help="the run(s) to compare with A")
+    compare.add_argument(
+        "--metrics", default="ttft,itl,e2e", metavar="LIST", help="default: ttft,itl,e2e"
+    )
+    compare.add_argument(
+        "--percentiles", default="50,90,95,99", metavar="LIST", help="default: 50,90,95,99"
+    )
+    compare.add_argument(
+        "--width", type=int, metavar="COLUMNS", help="table width (default: the terminal's)"
     )
 
 
@@ -267,6 +332,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
     _add_report(commands)
+    _add_compare(commands)
+    from pytest_latency.cli_images import add_images
+
+    add_images(commands)
     return parser
 
 
@@ -274,8 +343,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``pytest-latency`` console script; returns the exit code."""
     # argparse exits with 2 on its own usage errors, which is our usage code too.
     arguments = _parser().parse_args(argv)
+    from pytest_latency.cli_images import build_command
+
+    commands = {"report": _report, "compare": _compare, "images": build_command, "judge": _judge}
     try:
-        return _report(arguments) if arguments.command == "report" else _judge(arguments)
+        return commands[arguments.command](arguments)
     except UsageError as error:
         print(f"pytest-latency {arguments.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE

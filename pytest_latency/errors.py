@@ -5,6 +5,7 @@
     │   └── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
     ├── RunFileError (ValueError)     a --latency-json or baseline file is missing or malformed
     ├── ServerStartError (RuntimeError)  a server could not be started or reached
+    ├── ImageBuildError (RuntimeError)   ``pytest-latency images build`` could not build
     ├── ReceiverUnavailable           the OTLP receiver cannot listen where it was asked to
     ├── LatencyRunInvalid (RuntimeError)  the generator fell behind: the run decides nothing
     └── LatencyObjectiveError (AssertionError)  objectives failed; the message is the evidence
@@ -35,6 +36,10 @@ class RunFileError(LatencyError, ValueError):
 
 class ServerStartError(LatencyError, RuntimeError):
     """A server could not be started or reached; the message says which and why."""
+
+
+class ImageBuildError(LatencyError, RuntimeError):
+    """A container image could not be built; the message says which step and why."""
 
 
 class ReceiverUnavailable(LatencyError):

@@ -26,6 +26,8 @@ class LatencyFixture:
     def __init__(self, session: LatencySession, nodeid: str) -> None:
         self._session = session
         self._nodeid = nodeid
+        #: Every paired comparison this test ran (their verdicts go to the JUnit XML).
+        self.comparisons: list[PairedComparison] = []
 
     @property
     def server(self) -> ServerInfo:
@@ -85,6 +87,7 @@ class LatencyFixture:
             workload, baseline, candidate, blocks=blocks, test=self._nodeid, run_block=run_block
         )
         comparison.gate = enforce
+        self.comparisons.append(comparison)
         return comparison
 
 

@@ -118,6 +118,26 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
     items.clear()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    session = _latency_session(item.config)
+    if session is not None and item.config.getoption("xmlpath", None):
+        from pytest_latency.report.junit import RUNS_BEFORE
+
+        item.stash[RUNS_BEFORE] = len(session.runs)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the teardown report copies user_properties
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+    """Objective verdicts into ``--junitxml`` (report/junit.py), once per test."""
+    session = _latency_session(item.config)
+    if call.when != "teardown" or session is None or not item.config.getoption("xmlpath", None):
+        return
+    from pytest_latency.report.junit import add_junit_properties
+
+    add_junit_properties(item, session.runs)
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
     session = _latency_session(config)
     if session is None:
@@ -141,6 +161,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"latency JSON: {session.options.json_path}")
     if session.options.html_path is not None:
         terminalreporter.write_line(f"latency HTML: {session.options.html_path}")
+    if session.options.markdown_path is not None:
+        terminalreporter.write_line(f"latency Markdown: {session.options.markdown_path}")
     for line in session.saved_baseline:
         terminalreporter.write_line(line)
 
@@ -158,12 +180,22 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from pytest_latency.report.html import write_html
 
         write_html(options.html_path, latency_session.runs)
+    if options.markdown_path is not None or (latency_session.runs and _step_summary()):
+        from pytest_latency.report.markdown import write_session_markdown
+
+        write_session_markdown(latency_session.runs, options.markdown_path)
     if options.save_baseline is not None and latency_session.runs:
         from pytest_latency.report.json_report import save_baseline
 
         latency_session.saved_baseline = save_baseline(
             options.save_baseline, latency_session.runs, options.baseline_history
         )
+
+
+def _step_summary() -> bool:
+    import os
+
+    return bool(os.environ.get("GITHUB_STEP_SUMMARY"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

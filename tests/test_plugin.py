@@ -33,6 +33,7 @@ FLAGS = [
     "model",
     "json",
     "html",
+    "markdown",
     "otlp-receiver",
     "otlp-endpoint",
     "trace-url",

@@ -30,7 +30,7 @@ Network = Literal["host", "bridge"]
 # Options every container kind accepts in ``server.options``; kinds add their own.
 COMMON_OPTIONS = frozenset({"network", "startup_timeout", "args", "env"})
 LOG_TAIL_LINES = 40
-LOCAL_IMAGE_PREFIX = "pytest-latency/"  # images scripts/container-images.sh builds
+LOCAL_IMAGE_PREFIX = "pytest-latency/"  # images `pytest-latency images build` builds
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,9 +235,10 @@ def _prepare_host(spec: ContainerSpec, client: Any) -> None:
         return
     if spec.image.startswith(LOCAL_IMAGE_PREFIX):
         # Built here, never published: pulling would only ask a registry for nothing.
+        built_kind = spec.image.removeprefix(LOCAL_IMAGE_PREFIX).split(":")[0]
         raise ServerStartError(
-            f"image {spec.image} is not on this Docker engine; build the project's images "
-            "with `bash scripts/container-images.sh`"
+            f"image {spec.image} is not on this Docker engine; build it with "
+            f"`pytest-latency images build {built_kind}`"
         )
     try:
         client.images.pull(spec.image)

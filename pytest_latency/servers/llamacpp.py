@@ -1,6 +1,6 @@
 """llama.cpp's ``llama-server``: the real model server that runs on CPU in CI.
 
-The default image is the project's (``bash scripts/container-images.sh`` builds it from
+The default image is the project's (``pytest-latency images build llamacpp`` builds it from
 the llama-cpp-python sdist, with a tiny random-weight model baked in). The upstream
 ``ghcr.io/ggml-org/llama.cpp:server`` images have the same entrypoint, so
 ``--latency-image`` can name them; with ``--latency-gpus`` the CUDA image is the

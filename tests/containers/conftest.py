@@ -2,7 +2,7 @@
 
 Under ``CI=true`` a missing engine or image is a failure; elsewhere the tests skip with
 how to enable them. ``bash scripts/container-images.sh`` installs and starts Docker (as
-root) and builds the images; ``scripts/test.sh`` runs it.
+root) and builds the images (``pytest-latency images build``); ``scripts/test.sh`` runs it.
 """
 
 from __future__ import annotations

@@ -28,9 +28,10 @@ def test_a_server_that_exits_at_start_fails_fast_with_its_logs(docker_client: An
 
 
 @pytest.mark.usefixtures("no_leftovers")
-def test_a_missing_project_image_names_the_build_script_without_pulling(
+def test_a_missing_project_image_names_the_build_command_without_pulling(
     docker_client: Any,
 ) -> None:
-    spec = ServerSpec(kind="sim", image="pytest-latency/never-built:local")
-    with pytest.raises(ServerStartError, match=r"scripts/container-images\.sh"), start_server(spec):
+    spec = ServerSpec(kind="sim", image="pytest-latency/sim:never-built")
+    expected = r"pytest-latency/sim:never-built .*`pytest-latency images build sim`"
+    with pytest.raises(ServerStartError, match=expected), start_server(spec):
         pytest.fail("no such image")

@@ -1,0 +1,108 @@
+"""Two saved runs of the same tests side by side: per phase, each metric's percentiles
+in A and in B, and their ratio B/A (``pytest-latency compare``).
+
+Descriptive, not a verdict: a ratio here has no confidence bound (``judge`` with a
+``max_regression`` objective decides one). The percentiles are computed from each
+run's requests as the verdicts count them (failed requests unbounded, ITL each
+request's median gap), never read from the stored summaries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pytest_latency.analysis.percentiles import percentiles
+from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.records import StoredRun
+
+DEFAULT_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
+DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One percentile of one metric in one phase: A's value, B's, and B / A."""
+
+    p: float
+    a: float
+    b: float
+
+    @property
+    def ratio(self) -> float:
+        """B / A: ``inf`` when only B is unbounded (its requests failed) or A is 0, NaN
+        when it means nothing (a missing value, A unbounded, 0 / 0)."""
+        a, b = self.a, self.b
+        if math.isnan(a) or math.isnan(b) or math.isinf(a) or (a == 0 and b == 0):
+            return math.nan
+        return math.inf if math.isinf(b) or a == 0 else b / a
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    phase: str
+    metric: str
+    cells: tuple[Cell, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TestComparison:
+    """One test key present in both files: its rows, and how many requests each side had."""
+
+    key: str
+    rows: tuple[Row, ...]
+    offered: tuple[int, int]
+    invalid: tuple[bool, bool]  # a side's generator fell behind or it was cut short
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    tests: tuple[TestComparison, ...]
+    only_a: tuple[str, ...]
+    only_b: tuple[str, ...]
+
+
+def phase_order(a: StoredRun, b: StoredRun) -> list[str]:
+    """A's phases in request order, then any B has that A does not."""
+    names: dict[str, None] = {}
+    for run in (a, b):
+        for record in sorted(run.records, key=lambda record: record.intended_s):
+            names.setdefault(record.phase, None)
+    return list(names)
+
+
+def compare_pair(
+    key: str,
+    a: StoredRun,
+    b: StoredRun,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    ps: Sequence[float] = DEFAULT_PERCENTILES,
+) -> TestComparison:
+    rows = []
+    for phase in phase_order(a, b):
+        a_records = [record for record in a.records if record.phase == phase]
+        b_records = [record for record in b.records if record.phase == phase]
+        for metric in metrics:
+            a_values = percentiles(metric_samples(a_records, metric), ps)
+            b_values = percentiles(metric_samples(b_records, metric), ps)
+            cells = tuple(Cell(p, x, y) for p, x, y in zip(ps, a_values, b_values, strict=True))
+            rows.append(Row(phase, metric, cells))
+    return TestComparison(
+        key, tuple(rows), (len(a.records), len(b.records)), (not a.valid, not b.valid)
+    )
+
+
+def compare_runs(
+    a: Mapping[str, Sequence[StoredRun]],
+    b: Mapping[str, Sequence[StoredRun]],
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    ps: Sequence[float] = DEFAULT_PERCENTILES,
+) -> Comparison:
+    """Every key in both (A's order), compared on each side's newest run under it."""
+    shared = [key for key in a if key in b]
+    return Comparison(
+        tuple(compare_pair(key, a[key][-1], b[key][-1], metrics, ps) for key in shared),
+        tuple(key for key in a if key not in b),
+        tuple(key for key in b if key not in a),
+    )
