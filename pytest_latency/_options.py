@@ -99,6 +99,11 @@ FLAGS: tuple[_Flag, ...] = (
         "warn|fail|skip",
     ),
     _Flag(
+        "allow-undecidable",
+        "run a plan with too few requests to ever pass an objective (warn instead of error)",
+        is_switch=True,
+    ),
+    _Flag(
         "record-content",
         "keep generated text in records (off: prompts and outputs are never stored)",
         is_switch=True,
@@ -130,6 +135,7 @@ class LatencyOptions:
     baseline_history: int = 1
     allow_baseline_mismatch: bool = False
     error_control: str = "test"
+    allow_undecidable: bool = False
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -243,6 +249,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         gpus=str(_checked("gpus", text("gpus"), parse_gpus)) if text("gpus") else None,
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
+        allow_undecidable=bool(_raw(config, "allow-undecidable")),
     )
 
 

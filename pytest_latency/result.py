@@ -55,6 +55,9 @@ class LatencyResult:
     interrupted: str | None = None  # why the run was cut short, if it was
     # Why --latency-baseline cannot serve this run (no entry, another workload), if so.
     baseline_problem: str | None = None
+    # Set by the pytest side: raises when the plan could never decide the objectives
+    # (UndecidablePlan), before assert_slo judges them.
+    plan_check: Callable[[Sequence[Objective]], object] | None = None
 
     @property
     def offered(self) -> int:
@@ -129,6 +132,8 @@ class LatencyResult:
         __tracebackhide__ = True
         if not objectives:
             raise SpecError("assert_slo() needs at least one objective")
+        if self.plan_check is not None:
+            self.plan_check(objectives)
         results = self.evaluate(objectives)
         if self.gate is not None:
             self.gate(self, results)
