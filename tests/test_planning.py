@@ -178,3 +178,9 @@ def test_a_zero_error_rate_max_is_named_as_never_passable():
     assert "no number of requests can pass it" in power.describe()
     message = undecidable_message([power], "t", allowed=False, sent=True)
     assert "latency.plan(...)" in message and "Nothing was sent" not in message
+
+
+def test_an_objective_on_a_phase_the_plan_lacks_is_a_spec_error_naming_the_phases():
+    plan = build_plan(Workload(phases=(_constant(10, 10),)))
+    with pytest.raises(SpecError, match=r"unknown phase 'burst'; this run has: steady"):
+        plan_power(plan, [objective("ttft", p=50, max="1s", phase="burst")], [0.99])

@@ -31,7 +31,7 @@ from pytest_latency.analysis.compare import per_sample_confidence
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.stored import MIN_TAIL_FOR_LOG_RATIO
 from pytest_latency.analysis.verdict import clopper_pearson, samples_needed
-from pytest_latency.errors import LatencyUndecidableWarning, UndecidablePlan
+from pytest_latency.errors import LatencyUndecidableWarning, SpecError, UndecidablePlan
 from pytest_latency.spec import Objective, Phase, Workload
 from pytest_latency.workload import Plan, PlannedRequest, build_plan
 
@@ -139,7 +139,14 @@ def planned_samples(plan: Plan, objective: Objective) -> int:
 def plan_power(
     plan: Plan, objectives: Sequence[Objective], confidences: Sequence[float]
 ) -> list[ObjectivePower]:
-    """Each objective's planned samples against its floor, ``confidences`` per objective."""
+    """Each objective's planned samples against its floor, ``confidences`` per objective.
+
+    An objective scoped to a phase the workload lacks is a SpecError, as when judged.
+    """
+    known = [phase.name for phase in plan.workload.phases]
+    for objective in objectives:
+        if objective.phase is not None and objective.phase not in known:
+            raise SpecError(f"unknown phase {objective.phase!r}; this run has: {', '.join(known)}")
     powers = []
     for objective, confidence in zip(objectives, confidences, strict=True):
         planned = planned_samples(plan, objective)
