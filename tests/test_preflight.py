@@ -2,11 +2,14 @@
 ERROR saying what failed, never a run of failed requests judged as a latency FAIL."""
 
 import json
+import re
 import socket
 import textwrap
+import threading
+import time
 
 import pytest
-from scripted_server import DONE, Script, Step, chat_chunk
+from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 from pytest_latency.analysis.infrastructure import infrastructure_headline
 from pytest_latency.errors import ServerNotReady, ServerStartError
@@ -141,6 +144,36 @@ def test_a_run_failing_on_one_infrastructure_error_says_so_before_the_objectives
     assert text.index(headline) < text.index("FAIL error_rate")
 
 
+def test_a_server_that_dies_mid_run_heads_the_failure_with_it(pytester):
+    dying = ScriptedServer()
+    dying.models = ["m"]
+    dying.route("m", ONE_TOKEN)
+    dying.start()
+
+    def stop_once_the_run_is_under_way() -> None:
+        deadline = time.monotonic() + 60
+        # The preflight's request, then four of the run's: polls for an event.
+        while len(dying.exchanges) < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        dying.stop()
+
+    stopper = threading.Thread(target=stop_once_the_run_is_under_way, daemon=True)
+    stopper.start()
+    try:
+        spec = _spec(dying.url, "m").replace("duration: 1s", "duration: 2s")  # 40 requests
+        pytester.makefile(".slo.yaml", dying=spec)
+        result = pytester.runpytest()
+    finally:
+        stopper.join(timeout=60)
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    headline = re.search(r"infrastructure: (\d+) of 40 requests failed with (.*)", text)
+    assert headline is not None, text
+    assert int(headline.group(1)) >= 20
+    assert headline.group(2) == "connection refused — the server went away?"
+    assert text.index("infrastructure:") < text.index("FAIL error_rate")
+
+
 def test_check_ready_returns_the_model_and_raises_a_server_start_error(server):
     server.models = ["m"]
     server.route("m", ONE_TOKEN)
@@ -170,6 +203,11 @@ def test_the_headline_names_the_dominant_error_and_only_an_infrastructure_one():
     ok = _failed(2, Status.OK, "")
     assert infrastructure_headline(refused + ok) == (
         "infrastructure: 40 of 42 requests failed with connection refused — the server went away?"
+    )
+    # The hot path's wording of the same refusal.
+    hot = _failed(3, Status.CONNECTION_ERROR, "ConnectError: [Errno 111] Connect call failed")
+    assert infrastructure_headline(hot) == (
+        "infrastructure: 3 of 3 requests failed with connection refused — the server went away?"
     )
     # Under half of the run: the objectives speak for themselves.
     assert infrastructure_headline(refused[:20] + _failed(22, Status.OK, "")) is None

@@ -8,6 +8,7 @@ for a large share of the offered requests, the failure message says so first.
 
 from __future__ import annotations
 
+import errno
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -55,8 +56,9 @@ def infrastructure_headline(
 def _describe(status: Status, error: str) -> tuple[str, str]:
     """The error as a reader says it, and what it suggests."""
     if status is Status.CONNECTION_ERROR:
-        text = "connection refused" if "refused" in error.lower() else error
-        return text, "the server went away?"
+        # The hot path says "[Errno 111] Connect call failed", httpx "Connection refused".
+        refused = "refused" in error.lower() or f"[Errno {errno.ECONNREFUSED}]" in error
+        return ("connection refused" if refused else error), "the server went away?"
     found = _HTTP_STATUS.match(error)
     if status is Status.HTTP_ERROR and found is not None:
         return error, _HINTS.get(found.group(1), "")
