@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
+from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, text_chunk
 
 from pytest_latency.analysis.infrastructure import infrastructure_headline
 from pytest_latency.errors import ServerNotReady, ServerStartError
@@ -182,6 +182,18 @@ def test_check_ready_returns_the_model_and_raises_a_server_start_error(server):
     with pytest.raises(ServerNotReady, match=r"^server not ready: model 'n' not in") as raised:
         check_ready(server.url, "n")
     assert isinstance(raised.value, ServerStartError)  # caught where start errors are
+
+
+def test_the_completions_api_gets_a_prompt_and_a_non_stream_answer_is_refused(server):
+    server.models = ["text", "json"]
+    server.route("text", Script(steps=(Step(0.0, text_chunk("Hi", finish="length")),)))
+    server.route("json", Script(steps=(Step(0.0, b'{"choices": []}'),), content_type="a/json"))
+    assert check_ready(server.url, "text", api="completions") == "text"
+    (exchange,) = server.exchanges
+    assert exchange.body["prompt"] and exchange.body["max_tokens"] == 1
+    assert exchange.headers["traceparent"].endswith("-00")  # unsampled: no server span
+    with pytest.raises(ServerNotReady, match="got HTTP 200 but no stream event"):
+        check_ready(server.url, "json")
 
 
 def test_a_server_that_lists_no_model_needs_one_named(server):
