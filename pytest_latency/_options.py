@@ -112,6 +112,11 @@ FLAGS: tuple[_Flag, ...] = (
         "warn|fail|skip",
     ),
     _Flag(
+        "allow-undecidable",
+        "run a plan with too few requests to ever pass an objective (warn instead of error)",
+        is_switch=True,
+    ),
+    _Flag(
         "record-content",
         "keep generated text in records (off: prompts and outputs are never stored)",
         is_switch=True,
@@ -145,6 +150,7 @@ class LatencyOptions:
     error_control: str = "test"
     api_key_env: str | None = None
     markdown_path: Path | None = None
+    allow_undecidable: bool = False
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -259,6 +265,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         inconclusive=inconclusive,
         record_content=bool(_raw(config, "record-content")),
         api_key_env=_set_variable("api-key-env", text("api-key-env")),
+        allow_undecidable=bool(_raw(config, "allow-undecidable")),
     )
 
 

@@ -2,9 +2,12 @@
 
     LatencyError                      base of every error below: ``except LatencyError``
     ├── SpecError (ValueError)        a workload, objective or server spec is invalid
-    │   └── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
+    │   ├── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
+    │   └── UndecidablePlan           the plan offers too few requests to decide an objective
     ├── RunFileError (ValueError)     a --latency-json or baseline file is missing or malformed
     ├── ServerStartError (RuntimeError)  a server could not be started or reached
+    │   └── ServerNotReady            the preflight before time zero failed: not reachable,
+    │                                 model not listed, or the test request not answered
     ├── ImageBuildError (RuntimeError)   ``pytest-latency images build`` could not build
     ├── ReceiverUnavailable           the OTLP receiver cannot listen where it was asked to
     ├── LatencyRunInvalid (RuntimeError)  the generator fell behind: the run decides nothing
@@ -12,6 +15,8 @@
 
     LatencyInconclusiveWarning (UserWarning)  an objective could not be decided
     LatencyComparisonWarning (UserWarning)    a comparison's premise is shaky (cohort mix)
+    LatencyUndecidableWarning (UserWarning)   an undecidable plan ran anyway
+                                              (--latency-allow-undecidable)
 
 Ctrl-C during a run raises ``pytest_latency.driver.RunInterrupted``, a KeyboardInterrupt
 (so that nothing catching ``Exception`` swallows it) that carries the records so far.
@@ -34,8 +39,21 @@ class RunFileError(LatencyError, ValueError):
     """A run or baseline file is missing or malformed; the message names file and problem."""
 
 
+class UndecidablePlan(SpecError):
+    """The plan offers too few requests to ever pass an objective; nothing was sent.
+
+    The message names each such objective, its planned and needed request counts, and
+    the phase duration that would plan enough.
+    """
+
+
 class ServerStartError(LatencyError, RuntimeError):
     """A server could not be started or reached; the message says which and why."""
+
+
+class ServerNotReady(ServerStartError):
+    """The server failed the preflight before time zero; the message starts with
+    ``server not ready:`` and says what failed (connect, model list, test request)."""
 
 
 class ImageBuildError(LatencyError, RuntimeError):
@@ -60,3 +78,7 @@ class LatencyInconclusiveWarning(UserWarning):
 
 class LatencyComparisonWarning(UserWarning):
     """A comparison's premise is shaky, e.g. the cohort mix changed since the baseline."""
+
+
+class LatencyUndecidableWarning(UserWarning):
+    """The plan cannot decide an objective, and ``--latency-allow-undecidable`` ran it anyway."""

@@ -7,15 +7,18 @@ paired comparison (scipy) loads when a test first compares.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_latency.errors import ServerStartError, UndecidablePlan
 from pytest_latency.servers import ServerInfo
 from pytest_latency.session import SESSION_KEY, LatencySession
-from pytest_latency.spec import Phase, ServerSpec, Workload
+from pytest_latency.spec import Objective, Phase, ServerSpec, Workload
 
 if TYPE_CHECKING:
+    from pytest_latency.analysis.planning import ObjectivePower
     from pytest_latency.paired import PairedComparison
     from pytest_latency.result import LatencyResult
 
@@ -46,11 +49,28 @@ class LatencyFixture:
         ``workload_options`` are :class:`~pytest_latency.Workload` fields: ``seed``,
         ``input_tokens``, ``output_tokens``, ``timeout_s``, ``warmup_requests``, ``ignore_eos``.
         """
-        if workload is None:
-            workload = Workload(phases=tuple(phases), **workload_options)
-        elif phases or workload_options:
-            raise TypeError("pass either phases with options, or a whole workload, not both")
+        __tracebackhide__ = True
+        workload = _workload(phases, workload, workload_options)
         return self._session.run(workload, test=self._nodeid, server=server)
+
+    def plan(
+        self,
+        *phases: Phase,
+        objectives: Sequence[Objective],
+        workload: Workload | None = None,
+        **workload_options: Any,
+    ) -> list[ObjectivePower]:
+        """Check, before anything is sent, that the plan can decide ``objectives``.
+
+        Takes what :meth:`run` takes. Raises :class:`~pytest_latency.errors.UndecidablePlan`
+        naming each objective the planned requests can never pass, with the phase
+        duration that would (a warning instead with ``--latency-allow-undecidable``).
+        Returns each objective's planned and needed request counts. ``assert_slo`` makes
+        the same check after the run; calling this first saves the run.
+        """
+        __tracebackhide__ = True
+        workload = _workload(phases, workload, workload_options)
+        return self._session.check_plan(workload, objectives, test=self._nodeid)
 
     def compare(
         self,
@@ -72,11 +92,7 @@ class LatencyFixture:
         from pytest_latency.gate import enforce
         from pytest_latency.paired import run_paired
 
-        if workload is None:
-            workload = Workload(phases=tuple(phases), **workload_options)
-        elif phases or workload_options:
-            raise TypeError("pass either phases with options, or a whole workload, not both")
-
+        workload = _workload(phases, workload, workload_options)
         if self._session.options.seed is not None:
             workload = dataclasses.replace(workload, seed=self._session.options.seed)
 
@@ -89,6 +105,40 @@ class LatencyFixture:
         comparison.gate = enforce
         self.comparisons.append(comparison)
         return comparison
+
+
+def _workload(
+    phases: Sequence[Phase], workload: Workload | None, options: dict[str, Any]
+) -> Workload:
+    if workload is None:
+        return Workload(phases=tuple(phases), **options)
+    if phases or options:
+        raise TypeError("pass either phases with options, or a whole workload, not both")
+    return workload
+
+
+# Raised by the fixture's calls when the test could not measure at all (the server is
+# not there, the plan cannot decide): the test's body runs them, but they are not a
+# latency verdict, so they are reported as errors, as they are for *.slo.yaml files.
+_NOT_A_VERDICT = (ServerStartError, UndecidablePlan)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    excinfo = call.excinfo
+    if call.when == "call" and excinfo is not None and excinfo.errisinstance(_NOT_A_VERDICT):
+        report.latency_error = True  # type: ignore[attr-defined]
+    return report
+
+
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """Show a call that raised one of ``_NOT_A_VERDICT`` as ERROR, not FAILED."""
+    if getattr(report, "latency_error", False) and report.failed:
+        return "error", "E", "ERROR"
+    return None
 
 
 @pytest.fixture

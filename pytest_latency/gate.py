@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_latency.analysis.diagnosis import CAVEAT, format_findings
+from pytest_latency.analysis.infrastructure import infrastructure_headline
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
 from pytest_latency.errors import LatencyInconclusiveWarning as LatencyInconclusiveWarning
@@ -57,6 +58,9 @@ def check_valid(run: LatencyResult) -> None:
 
 def _message(run: LatencyResult, results: Sequence[ObjectiveResult], headline: str) -> str:
     parts = [f"{headline} ({run.test}, server {run.server.kind} {run.server.url}):"]
+    infrastructure = infrastructure_headline(run.records)
+    if infrastructure:  # before the objectives: they failed on a broken setup, not latency
+        parts.append(f"  {infrastructure}")
     if run.server_exit:
         parts.append(f"  the server exited during the run: {run.server_exit}")
     for result in results:

@@ -56,6 +56,9 @@ class LatencyResult:
     interrupted: str | None = None  # why the run was cut short, if it was
     # Why --latency-baseline cannot serve this run (no entry, another workload), if so.
     baseline_problem: str | None = None
+    # Set by the pytest side: raises when the plan could never decide the objectives
+    # (UndecidablePlan), before assert_slo judges them.
+    plan_check: Callable[[Sequence[Objective]], object] | None = None
 
     @property
     def offered(self) -> int:
@@ -147,6 +150,8 @@ class LatencyResult:
                 "assert_slo() was given no objectives, so it would assert nothing: pass at"
                 ' least one, e.g. assert_slo(objective("ttft", p=95, max="700ms"))'
             )
+        if self.plan_check is not None:
+            self.plan_check(objectives)
         results = self.evaluate(objectives)
         if self.gate is not None:
             self.gate(self, results)

@@ -7,7 +7,7 @@ when a test first runs load, since the plugin creates a session in every pytest 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
@@ -17,10 +17,11 @@ from pytest_latency._options import LatencyOptions
 from pytest_latency.interrupts import interrupt_reason
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
-from pytest_latency.spec import ServerSpec, Workload
+from pytest_latency.spec import Objective, ServerSpec, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
 if TYPE_CHECKING:
+    from pytest_latency.analysis.planning import ObjectivePower
     from pytest_latency.baseline import Baseline
     from pytest_latency.driver import DriveResult, Target
     from pytest_latency.result import LatencyResult, SessionBudget
@@ -111,6 +112,8 @@ class LatencySession:
         return found
 
     def server(self, spec: ServerSpec | None = None) -> ServerInfo:
+        """The running server for ``spec`` (started once per session), checked ready."""
+        __tracebackhide__ = True
         resolved = self.resolve(spec)
         kind = self.kind(resolved.kind)
         if (
@@ -141,7 +144,51 @@ class LatencySession:
             raise ServerStartError(
                 f"the {info.kind} server started for this session is gone: {gone}"
             )
+        return self._preflight(key, info)
+
+    def _preflight(self, key: tuple[object, ...], info: ServerInfo) -> ServerInfo:
+        """Check the server answers before anything is measured; learn its model."""
+        __tracebackhide__ = True
+        from pytest_latency.servers.preflight import check_ready
+
+        model = check_ready(info.url, info.model or None, info.api, api_key=info.api_key)
+        if model != info.model:
+            info = self._servers[key] = dataclasses.replace(info, model=model)
         return info
+
+    def check_plan(
+        self,
+        workload: Workload,
+        objectives: Sequence[Objective],
+        *,
+        test: str,
+        keep_seed: bool = False,
+        sent: bool = False,
+    ) -> list[ObjectivePower]:
+        """Raise UndecidablePlan when the plan offers too few requests to ever pass an
+        objective (a warning with --latency-allow-undecidable); ``sent``: it ran already."""
+        __tracebackhide__ = True
+        from pytest_latency.analysis.objectives import spent_confidence
+        from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+        from pytest_latency.analysis.planning import plan_power, require_power
+        from pytest_latency.analysis.verdict import objective_confidence
+        from pytest_latency.workload import build_plan
+
+        count = len(objectives)
+        if self.error_budget is not None:  # the share the next `count` objectives will get
+            confidence = spent_confidence(DEFAULT_CONFIDENCE, self.error_budget.decided, count)
+        else:
+            confidence = objective_confidence(count, DEFAULT_CONFIDENCE)
+        plan = build_plan(self._seeded(workload, keep_seed))
+        powers = plan_power(plan, objectives, [confidence] * count)
+        require_power(powers, test, allowed=self.options.allow_undecidable, sent=sent)
+        return powers
+
+    def _seeded(self, workload: Workload, keep_seed: bool) -> Workload:
+        """``workload`` with ``--latency-seed``, unless ``keep_seed`` (ABBA blocks)."""
+        if self.options.seed is None or keep_seed:
+            return workload
+        return dataclasses.replace(workload, seed=self.options.seed)
 
     def run(
         self,
@@ -162,8 +209,8 @@ class LatencySession:
         from pytest_latency.result import LatencyResult
         from pytest_latency.workload import build_plan
 
-        if self.options.seed is not None and not keep_seed:
-            workload = dataclasses.replace(workload, seed=self.options.seed)
+        __tracebackhide__ = True
+        workload = self._seeded(workload, keep_seed)
         info = self.server(server)
         plan = build_plan(workload)
         target = Target(
@@ -194,6 +241,9 @@ class LatencySession:
         )
         result.gate = enforce
         result.error_budget = self.error_budget
+        result.plan_check = lambda objectives: self.check_plan(
+            workload, objectives, test=test, keep_seed=True, sent=True
+        )
         self._attach_baseline(result)
         self.runs.append(result)
         if interrupted is not None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_latency.errors import LatencyRunInvalid
 from pytest_latency.servers import ServerStartError
 from pytest_latency.session import SESSION_KEY
 from pytest_latency.spec import SpecError
@@ -51,8 +52,16 @@ class SloItem(pytest.Item):
         from pytest_latency.gate import check_valid
 
         session = self.config.stash[SESSION_KEY]
-        self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
-        check_valid(self.result)
+        problem = None
+        try:
+            # Before any server starts or any request is sent: can the plan decide at all?
+            session.check_plan(self.spec.workload, self.spec.objectives, test=self.nodeid)
+            self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
+            check_valid(self.result)
+        except (ServerStartError, SpecError, LatencyRunInvalid) as error:
+            problem = str(error)
+        if problem is not None:  # the message is the report: the plugin's frames hide it
+            pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
         from pytest_latency.gate import enforce

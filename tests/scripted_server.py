@@ -178,6 +178,7 @@ class ScriptedServer(LoopServer):
         self.exchanges: list[Exchange] = []
         self.connections = 0
         self.gets = 0
+        self.models: list[str] = []  # what GET /v1/models lists
         self._counts: dict[str, int] = {}
 
     def route(self, model: str, script: Script | ScriptFactory) -> None:
@@ -205,7 +206,8 @@ class ScriptedServer(LoopServer):
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         if method == "GET":
             self.gets += 1
-            payload = b'{"object":"list","data":[]}'
+            models = [{"id": model, "object": "model"} for model in self.models]
+            payload = json.dumps({"object": "list", "data": models}).encode()
             writer.write(
                 b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                 b"content-length: %d\r\n\r\n%s" % (len(payload), payload)

@@ -33,6 +33,23 @@ def test_yaml_examples_are_valid_specs(tmp_path, path, block):
     assert load_slo_file(spec).workload.phases
 
 
+@pytest.mark.parametrize(("path", "block"), SPECS)
+def test_yaml_examples_plan_enough_requests_to_decide_every_objective(tmp_path, path, block):
+    # A spec copied from the docs must pass the plan-time power check (docs/specs.md).
+    from pytest_latency.analysis.planning import plan_power
+    from pytest_latency.analysis.verdict import objective_confidence
+    from pytest_latency.workload import build_plan
+
+    spec_file = tmp_path / "doc.slo.yaml"
+    spec_file.write_text(block)
+    spec = load_slo_file(spec_file)
+    confidence = objective_confidence(len(spec.objectives))
+    powers = plan_power(
+        build_plan(spec.workload), spec.objectives, [confidence] * len(spec.objectives)
+    )
+    assert [power.describe() for power in powers if not power.decidable] == []
+
+
 @pytest.mark.parametrize(("path", "block"), _blocks("python"))
 def test_python_examples_compile(path, block):
     compile(block, f"{path.name} example", "exec")

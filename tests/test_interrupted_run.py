@@ -26,6 +26,7 @@ objectives:
 
 
 def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_path: Path):
+    server.models = ["slow"]  # the preflight checks the model is listed
     server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(10.0, DONE))))
     (tmp_path / "slow.slo.yaml").write_text(textwrap.dedent(SPEC.format(url=server.url)))
     child = subprocess.Popen(
@@ -35,9 +36,10 @@ def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 30
-        while len(server.exchanges) < 3 and time.monotonic() < deadline:
+        # The preflight's one-token request, then requests of the run in flight.
+        while len(server.exchanges) < 4 and time.monotonic() < deadline:
             time.sleep(0.02)  # polls for an event (requests in flight), not a fixed wait
-        assert len(server.exchanges) >= 3, "the run never started"
+        assert len(server.exchanges) >= 4, "the run never started"
         child.send_signal(signal.SIGINT)
         output, _ = child.communicate(timeout=30)
     finally:

@@ -61,7 +61,7 @@ workload:
   seed: 1
   input_tokens: 10
   output_tokens: 4
-  phases: [{name: steady, arrival: constant, rate: 2, duration: 1s}]
+  phases: [{name: steady, arrival: constant, rate: 10, duration: 1s}]
 objectives:
   - {metric: error_rate, max: 50%%}
 """

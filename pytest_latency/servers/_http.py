@@ -82,6 +82,10 @@ def discover_model(base_url: str, timeout_s: float = 10.0, api_key: Secret | Non
             response = client.get(f"{base_url}/v1/models")
             response.raise_for_status()
             models = response.json().get("data") or []
+    except httpx.TransportError as error:  # nobody answered: a model name would not help
+        raise ServerStartError(
+            f"cannot reach {base_url}/v1/models ({type(error).__name__}: {error})"
+        ) from error
     except (httpx.HTTPError, ValueError) as error:
         detail = redact(f"{type(error).__name__}: {error}", [api_key] if api_key else [])
         failure = (

@@ -1,4 +1,4 @@
-"""An existing server at a URL: attach, discover the model if not given, never stop it.
+"""An existing server at a URL: attach (the preflight checks it), never stop it.
 
 ``options.api_key_env`` names the environment variable holding the server's API key
 (``--latency-api-key-env``); the key itself is never written into a spec.
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pytest_latency.secret import Secret, from_environment
-from pytest_latency.servers._http import discover_model, probe_version
+from pytest_latency.servers._http import probe_version
 from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.spec import ServerSpec
 
@@ -39,7 +39,8 @@ def attach(spec: ServerSpec) -> Iterator[ServerInfo]:
     assert spec.url is not None
     base_url = spec.url.rstrip("/").removesuffix("/v1")
     key = api_key(spec)
-    model = spec.model or discover_model(base_url, api_key=key)
+    # The model is checked (or, when not given, learnt) by the preflight before each run.
+    model = spec.model or ""
     version = probe_version(base_url, api_key=key)
     details: dict[str, object] = {"version": version} if version else {}
     if key is not None:

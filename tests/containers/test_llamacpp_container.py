@@ -29,7 +29,7 @@ workload:
     - {name: steady, arrival: poisson, rate: 4, duration: 6s}
     - {name: burst, arrival: poisson, rate: 40, duration: 2s}
 objectives:
-  - {metric: error_rate, max: 5%}
+  - {metric: error_rate, max: 10%}  # ~100 requests: 0 failed bound a rate under 10%
 """
 
 
@@ -95,10 +95,12 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
 
         from pytest_latency import objective, steady
 
-        def kill_once_serving():
+        def kill_once_serving(before):
             # Synchronise on an event, not a timer: kill as soon as the server has
             # finished generating for some request of the run (a timer could fire
-            # before the first request on a busy machine).
+            # before the first request on a busy machine). ``before``: the tokens it
+            # had generated before the run; the run's own one-token preflight adds at
+            # most one more, its 48-token requests many.
             client = docker.from_env()
             labels = ["pytest-latency.kind=llamacpp", f"pytest-latency.owner-pid={os.getpid()}"]
             deadline = time.monotonic() + 60
@@ -112,18 +114,26 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
                         continue
                     for line in text.splitlines():
                         if line.startswith("llamacpp:tokens_predicted_total"):
-                            if float(line.split()[-1]) > 0:
+                            if float(line.split()[-1]) > before + 1:
                                 container.kill()
                                 return
                 time.sleep(0.05)  # polling interval of the event check
 
         def test_killed(latency):
-            assert latency.server.kind == "llamacpp"  # up and healthy before the clock
-            threading.Thread(target=kill_once_serving, daemon=True).start()
+            server = latency.server
+            assert server.kind == "llamacpp"  # up, healthy and preflighted before the clock
+            metrics = httpx.get(f"{server.url}/metrics", timeout=5.0).text
+            before = max(
+                (float(line.split()[-1]) for line in metrics.splitlines()
+                 if line.startswith("llamacpp:tokens_predicted_total")),
+                default=0.0,
+            )
+            threading.Thread(target=kill_once_serving, args=(before,), daemon=True).start()
             result = latency.run(
                 steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48, seed=2
             )
-            result.assert_slo(objective("error_rate", max="5%"))
+            # 40 requests: enough to bound an error rate under 20% (24 are needed).
+            result.assert_slo(objective("error_rate", max="20%"))
         """
     )
     result = pytester.runpytest("--latency-server=llamacpp", "--latency-json", "run.json")
@@ -131,6 +141,8 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
     exited = "*SERVER EXITED DURING THE RUN: container * exited with code 137*"
     result.stdout.fnmatch_lines([exited])
     result.stdout.fnmatch_lines(["*the server exited during the run*"])
+    # Most requests met a dead port: the failure says so before the objectives.
+    result.stdout.fnmatch_lines(["*infrastructure: * of * requests failed with *"])
     (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
     assert "exited with code 137" in run["server"]["exited_during_run"]
     requests = run["requests"]
