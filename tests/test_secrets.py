@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from _pytest._io.saferepr import saferepr
-from scripted_server import Script, ScriptedServer, Step
+from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 from pytest_latency.driver import Target
 from pytest_latency.secret import Secret, from_environment, redact
@@ -120,6 +120,11 @@ def test_model_discovery_refused_with_401_hides_the_key(refusing_server: str) ->
     assert failure.value.__cause__ is None and failure.value.__context__ is None
 
 
+ONE_TOKEN = Script(
+    steps=(Step(0.0, chat_chunk("Hi", role="assistant")), Step(0.0, chat_chunk(finish="stop")),
+           Step(0.0, DONE)),
+)  # fmt: skip
+
 SPEC = """\
 server: {{url: "{url}", model: guarded, api: chat}}
 workload:
@@ -137,8 +142,12 @@ def test_a_url_server_refusing_the_key_never_sees_it_printed(
     pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     refusal = json.dumps({"error": {"message": f"Incorrect API key provided: {FAKE_TOKEN}"}})
-    server.route("guarded", Script(status=401, content_type="application/json",
-                                   steps=(Step(0.0, refusal.encode()),)))  # fmt: skip
+    refused = Script(status=401, content_type="application/json",
+                     steps=(Step(0.0, refusal.encode()),))  # fmt: skip
+    # The preflight's test request (the first) is answered; the run's are refused, so
+    # the refusals, which quote the key, land in records.
+    server.route("guarded", lambda index: ONE_TOKEN if index == 0 else refused)
+    server.models = ["guarded"]
     monkeypatch.setenv(KEY_VARIABLE, FAKE_TOKEN)
     spec = pytester.path / "guarded.slo.yaml"
     spec.write_text(textwrap.dedent(SPEC.format(url=server.url)))
@@ -156,6 +165,7 @@ def test_a_url_server_refusing_the_key_never_sees_it_printed(
     report = Path(pytester.path / "run.json").read_text()
     assert FAKE_TOKEN not in report
     (run,) = json.loads(report)["runs"]
+    assert len(run["requests"]) == 10
     assert run["server"]["api_key_env"] == KEY_VARIABLE  # which variable, not its value
     errors = {request["error"] for request in run["requests"]}
     assert errors == {"HTTP 401: Incorrect API key provided: ***"}
@@ -165,3 +175,24 @@ def test_an_unset_key_variable_is_a_usage_error(pytester: pytest.Pytester) -> No
     result = pytester.runpytest_subprocess("--latency-api-key-env", "NO_SUCH_VARIABLE_SET")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--latency-api-key-env NO_SUCH_VARIABLE_SET*not set*"])
+
+
+def test_a_key_refused_at_the_preflight_is_an_error_that_hides_it(
+    pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refusal = json.dumps({"error": {"message": f"Incorrect API key provided: {FAKE_TOKEN}"}})
+    server.route("guarded", Script(status=401, content_type="application/json",
+                                   steps=(Step(0.0, refusal.encode()),)))  # fmt: skip
+    server.models = ["guarded"]
+    monkeypatch.setenv(KEY_VARIABLE, FAKE_TOKEN)
+    spec = pytester.path / "guarded.slo.yaml"
+    spec.write_text(textwrap.dedent(SPEC.format(url=server.url)))
+    result = pytester.runpytest_subprocess(
+        "-l", "--tb=long", "-rA", "--log-level=DEBUG", "-p", "no:randomly",
+        "--latency-api-key-env", KEY_VARIABLE, spec.name,
+    )  # fmt: skip
+    result.assert_outcomes(errors=1)
+    output = "\n".join(result.outlines + result.errlines)
+    assert "server not ready" in output and "HTTP 401" in output and "***" in output
+    assert FAKE_TOKEN not in output
+    assert server.exchanges[0].headers["authorization"] == f"Bearer {FAKE_TOKEN}"
