@@ -114,26 +114,38 @@ sys.path.insert(0, {here!r})
 from scripted_server import plan_at
 from pytest_latency.driver import RunInterrupted, Target, run_plan
 try:
-    run_plan(plan_at([i * 0.1 for i in range(30)]), Target({url!r}, "slow"))
+    run_plan(plan_at([i * 0.1 for i in range(30)], timeout_s=30), Target({url!r}, "slow"))
 except RunInterrupted as exc:
     print(json.dumps([r.status.value for r in exc.result.records]))
 """
 
 
 def test_ctrl_c_in_run_plan_raises_with_complete_records(server: ScriptedServer) -> None:
-    server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(5.0, DONE))))
+    # No request can end on its own before the interrupt (60 s to [DONE], 30 s deadline),
+    # so every record is cancelled whatever the machine's load; a lost Ctrl-C shows as a
+    # run that ended by itself (exit 0, nothing printed) within the 60 s bound.
+    server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(60.0, DONE))))
     tests_dir = os.path.dirname(os.path.dirname(__file__))  # where scripted_server.py lives
     code = INTERRUPTED.format(here=tests_dir, url=server.url)
     child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", textwrap.dedent(code)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
-        deadline = time.monotonic() + 10
-        while len(server.exchanges) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)
+        # Synchronise on an event: requests in flight means the drive runs under
+        # asyncio's Ctrl-C handler. A busy machine may take many seconds to import the
+        # child; the deadline only bounds a child that never gets there.
+        deadline = time.monotonic() + 120
+        while len(server.exchanges) < 3 and child.poll() is None:
+            assert time.monotonic() < deadline, "the child never sent 3 requests"
+            time.sleep(0.02)  # polling interval of the event check
+        assert child.poll() is None, "the child exited before the interrupt"
         child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=10)
+        out, err = child.communicate(timeout=60)
     finally:
         child.kill()
+    assert out, f"Ctrl-C lost or run failed: exit {child.returncode}, stderr:\n{err}"
     statuses = json.loads(out)
     assert len(statuses) == 30 and set(statuses) == {"cancelled"}
