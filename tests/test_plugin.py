@@ -43,6 +43,8 @@ FLAGS = [
     "gpus",
     "inconclusive",
     "record-content",
+    "max-line-bytes",
+    "max-body-bytes",
 ]
 
 
