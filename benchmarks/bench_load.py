@@ -90,6 +90,7 @@ def summarise(
         "target_rate": rate,
         "offered_rate": len(sent) / duration,
         "requests": len(records),
+        "elapsed_s": outcome.elapsed_s,  # time zero to the last request's end
         "statuses": statuses,
         "lag_p50_ms": percentile_ms(lags, 50),
         "lag_p99_ms": percentile_ms(lags, 99),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_latency._sizes import parse_size
 from pytest_latency._units import parse_duration
 from pytest_latency.servers.kinds import CONTAINER_KINDS, KindLookup, is_known, unknown_kind
 from pytest_latency.spec import ServerSpec, parse_gpus
@@ -31,6 +32,14 @@ INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
 DEFAULT_MAX_LAG_S = 0.050
 
 ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
+
+#: Per-response bounds, the defaults of driver.limits.ResponseLimits (a test holds them
+#: equal; written here because the driver package imports httpx). A buffered SSE line
+#: costs memory per request in flight, hence the lower ceiling; a body is only counted.
+DEFAULT_MAX_LINE_BYTES = 1024**2
+DEFAULT_MAX_BODY_BYTES = 64 * 1024**2
+MAX_LINE_BYTES_CEILING = 1024**3
+MAX_BODY_BYTES_CEILING = 64 * 1024**3
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +126,18 @@ FLAGS: tuple[_Flag, ...] = (
         is_switch=True,
     ),
     _Flag(
+        "max-line-bytes",
+        "longest SSE line (or one event's data) a response may send before the request "
+        "becomes a protocol_error (default 1MiB; units B, KiB, MiB, GiB)",
+        "SIZE",
+    ),
+    _Flag(
+        "max-body-bytes",
+        "largest (decoded) response body before the request becomes a protocol_error "
+        "(default 64MiB; units B, KiB, MiB, GiB)",
+        "SIZE",
+    ),
+    _Flag(
         "record-content",
         "keep generated text in records (off: prompts and outputs are never stored)",
         is_switch=True,
@@ -151,6 +172,8 @@ class LatencyOptions:
     api_key_env: str | None = None
     markdown_path: Path | None = None
     allow_undecidable: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -266,6 +289,8 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         record_content=bool(_raw(config, "record-content")),
         api_key_env=_set_variable("api-key-env", text("api-key-env")),
         allow_undecidable=bool(_raw(config, "allow-undecidable")),
+        max_line_bytes=_size("max-line-bytes", text("max-line-bytes"), DEFAULT_MAX_LINE_BYTES),
+        max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
     )
 
 
@@ -289,6 +314,16 @@ def _duration(name: str, value: str | None, default: float) -> float:
         return default
     try:
         return parse_duration(value)
+    except ValueError as error:
+        raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
+
+
+def _size(name: str, value: str | None, default: int) -> int:
+    if value is None:
+        return default
+    ceiling = MAX_LINE_BYTES_CEILING if name == "max-line-bytes" else MAX_BODY_BYTES_CEILING
+    try:
+        return parse_size(value, maximum=ceiling)
     except ValueError as error:
         raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
 

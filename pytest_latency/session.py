@@ -204,7 +204,6 @@ class LatencySession:
         carry seeds already derived from it).
         """
         from pytest_latency.analysis.health import check_generator
-        from pytest_latency.driver import Target
         from pytest_latency.gate import enforce
         from pytest_latency.result import LatencyResult
         from pytest_latency.workload import build_plan
@@ -213,14 +212,7 @@ class LatencySession:
         workload = self._seeded(workload, keep_seed)
         info = self.server(server)
         plan = build_plan(workload)
-        target = Target(
-            base_url=info.url,
-            model=info.model,
-            api=info.api,  # type: ignore[arg-type]
-            extra_body=request_options(workload),
-            api_key=info.api_key,
-        )
-        interrupted, outcome, series = self._drive(plan, target, info.kind)
+        interrupted, outcome, series = self._drive(plan, self._target(info, workload), info.kind)
         joined = None
         if interrupted is None:
             joined, interrupted = self._join(outcome, info)
@@ -251,6 +243,22 @@ class LatencySession:
         if self._on_run is not None:
             self._on_run(result)
         return result
+
+    def _target(self, info: ServerInfo, workload: Workload) -> Target:
+        """Where the run sends, with the response limits the flags set."""
+        from pytest_latency.driver import ResponseLimits, Target
+
+        return Target(
+            base_url=info.url,
+            model=info.model,
+            api=info.api,  # type: ignore[arg-type]
+            extra_body=request_options(workload),
+            api_key=info.api_key,
+            limits=ResponseLimits(
+                max_line_bytes=self.options.max_line_bytes,
+                max_body_bytes=self.options.max_body_bytes,
+            ),
+        )
 
     def _drive(
         self, plan: Plan, target: Target, kind: str

@@ -130,6 +130,12 @@ class LoopServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def thread_id(self) -> int:
+        """The server thread's native id (for its run-queue wait, see run_queue.py)."""
+        assert self._thread.native_id is not None, "the server is not started"
+        return self._thread.native_id
+
     def start(self) -> None:
         self._thread.start()
         future = asyncio.run_coroutine_threadsafe(self._listen(), self._loop)

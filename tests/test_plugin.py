@@ -45,6 +45,8 @@ FLAGS = [
     "inconclusive",
     "record-content",
     "allow-undecidable",
+    "max-line-bytes",
+    "max-body-bytes",
 ]
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -12,6 +11,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from interrupting import interrupt, pytest_argv
 
 from tests.containers.conftest import require_image
 
@@ -48,7 +48,10 @@ def test_spec_file_runs_steady_and_burst_against_the_real_server(
     pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
 ) -> None:
     pytester.makefile(".slo.yaml", llama=SPEC)
-    result = pytester.runpytest("--latency-json", "run.json", "-v")
+    # What the real server does under a burst is the subject here, not whether a busy
+    # machine lets the generator keep its schedule (lag p99 132 ms was seen under load,
+    # which makes the run "invalid"); the TTFT growth below dwarfs any such lag.
+    result = pytester.runpytest("--latency-json", "run.json", "-v", "--latency-max-lag", "5s")
     result.assert_outcomes(passed=1)
     (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
     server = run["server"]
@@ -95,29 +98,34 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
 
         from pytest_latency import objective, steady
 
+        killed = threading.Event()
+
         def kill_once_serving(before):
             # Synchronise on an event, not a timer: kill as soon as the server has
             # finished generating for some request of the run (a timer could fire
             # before the first request on a busy machine). ``before``: the tokens it
             # had generated before the run; the run's own one-token preflight adds at
-            # most one more, its 48-token requests many.
-            client = docker.from_env()
+            # most one more, its 48-token requests many. The container is found once
+            # (it is up before the run); then one cheap /metrics GET per poll, so the
+            # check takes little from the drive sharing this process.
             labels = ["pytest-latency.kind=llamacpp", f"pytest-latency.owner-pid={os.getpid()}"]
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                for container in client.containers.list(filters={"label": labels}):
-                    arguments = container.attrs["Args"]
-                    port = arguments[arguments.index("--port") + 1]
+            (container,) = docker.from_env().containers.list(filters={"label": labels})
+            arguments = container.attrs["Args"]
+            metrics = f"http://127.0.0.1:{arguments[arguments.index('--port') + 1]}/metrics"
+            deadline = time.monotonic() + 60  # bounds the thread past the 5 s run
+            with httpx.Client(trust_env=False, timeout=1.0) as http:
+                while time.monotonic() < deadline:
                     try:
-                        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=1.0).text
+                        text = http.get(metrics).text
                     except httpx.HTTPError:
-                        continue
+                        text = ""
                     for line in text.splitlines():
                         if line.startswith("llamacpp:tokens_predicted_total"):
                             if float(line.split()[-1]) > before + 1:
                                 container.kill()
+                                killed.set()
                                 return
-                time.sleep(0.05)  # polling interval of the event check
+                    time.sleep(0.05)  # polling interval of the event check
 
         def test_killed(latency):
             server = latency.server
@@ -132,11 +140,17 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
             result = latency.run(
                 steady(rate=8, duration_s=5), input_tokens=(40, 80), output_tokens=48, seed=2
             )
+            assert killed.is_set(), "no request was served during the run: nothing killed"
             # 40 requests: enough to bound an error rate under 20% (24 are needed).
             result.assert_slo(objective("error_rate", max="20%"))
         """
     )
-    result = pytester.runpytest("--latency-server=llamacpp", "--latency-json", "run.json")
+    # The subject is how a killed server's requests are classified, not whether a busy
+    # machine lets the generator keep its schedule: a lag p99 over the default 50 ms
+    # would make the run "invalid" and hide the exit (seen at 56-58 ms under load).
+    result = pytester.runpytest(
+        "--latency-server=llamacpp", "--latency-json", "run.json", "--latency-max-lag", "5s"
+    )
     result.assert_outcomes(failed=1)
     exited = "*SERVER EXITED DURING THE RUN: container * exited with code 137*"
     result.stdout.fnmatch_lines([exited])
@@ -182,15 +196,7 @@ def test_ctrl_c_mid_run_removes_the_container(
         """
     )
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "--latency-server=llamacpp",
-        ],
+        pytest_argv("-q", "-p", "no:cacheprovider", "--latency-server=llamacpp"),
         cwd=pytester.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -202,12 +208,13 @@ def test_ctrl_c_mid_run_removes_the_container(
         while not _serving_tokens(docker_client, owner):
             assert time.monotonic() < deadline and process.poll() is None, "never served"
             time.sleep(0.2)
-        process.send_signal(signal.SIGINT)  # mid-run: the server has answered requests
+        interrupt(process)  # mid-run: the server has answered requests
         output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
-    assert "interrupted" in output  # pytest reports the Ctrl-C (our RunInterrupted)
+    assert process.returncode == 2, output  # pytest's "interrupted" exit status
+    assert "RunInterrupted: latency run interrupted" in output, output  # during the run
     assert docker_client.containers.list(all=True, filters={"label": owner}) == []
 
 

@@ -3,7 +3,10 @@
 The scripted server runs in this process and logs its writes on ``perf_counter_ns``;
 the workers are other processes. Comparing their first-token instants with the
 server's proves the time zero is shared (CLOCK_MONOTONIC is system-wide): the same 5 ms
-bound as the single-process timing tests, against the same truth.
+bound as the single-process timing tests, against the same truth, on each worker's
+*median* error. A time zero that is not shared shifts every record of a worker by the
+same amount, which the median shows; a busy machine delays single reads of processes
+this test cannot observe (their preemption is not in this process), which it ignores.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import multiprocessing
 import threading
 import time
 
+import numpy as np
 import pytest
 from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
@@ -38,13 +42,19 @@ def test_two_workers_share_time_zero_and_merge_in_id_order(server: ScriptedServe
     assert [record.id for record in result.records] == list(range(20))
     exchanges = server.by_trace()
     assert len(exchanges) == 20  # one traceparent per request, all distinct
+    errors: dict[int, list[float]] = {0: [], 1: []}  # per worker: ids are dealt round robin
+    lags: dict[int, list[float]] = {0: [], 1: []}
     for record in result.records:
         assert record.status is Status.OK, record.error
         (written_ns,) = exchanges[record.trace_id].instants("content")
         truth_s = (written_ns - result.started_ns) / 1e9
-        assert record.first_token_s is not None
-        assert 0 <= record.first_token_s - truth_s < TRUTH_TOLERANCE_S
-        assert record.schedule_lag_s is not None and -0.0005 < record.schedule_lag_s < 0.05
+        assert record.first_token_s is not None and record.schedule_lag_s is not None
+        errors[record.id % 2].append(record.first_token_s - truth_s)
+        lags[record.id % 2].append(record.schedule_lag_s)
+    for worker in (0, 1):
+        assert min(errors[worker]) >= -0.0005, errors  # never before the write
+        assert np.median(errors[worker]) < TRUTH_TOLERANCE_S, errors
+        assert min(lags[worker]) > -0.0005 and np.median(lags[worker]) < 0.05, lags
 
 
 def test_a_dead_worker_leaves_cancelled_records(server: ScriptedServer) -> None:

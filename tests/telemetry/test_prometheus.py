@@ -11,13 +11,14 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from run_queue import RunQueueWait
 
 from pytest_latency.sim import SimConfig, SimServer
 from pytest_latency.telemetry.prometheus import (
@@ -286,9 +287,7 @@ def test_explicit_time_zero_shifts_instants() -> None:
         zero = time.perf_counter_ns() - 5_000_000_000  # the run started 5 s ago
         scraper = MetricsScraper(f"{server.url}/metrics", "sim", 10.0, time_zero_ns=zero)
         scraper.start()
-        deadline = time.monotonic() + 5
-        while scraper.series().scrapes == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        _wait_for(lambda: scraper.series().scrapes > 0, "the first scrape")
         series = scraper.stop()
     assert series.scrapes == 1 and 5.0 <= series.t_s[0] < 10.0
 
@@ -321,10 +320,27 @@ def _http_server(status: int, body: bytes) -> Iterator[str]:
         thread.join(5)
 
 
-def _run_briefly(url: str, kind: str = "auto", seconds: float = 0.3) -> MetricsSeries:
+EVENT_TIMEOUT_S = 30.0  # bounds a wait for an event; never reached when things work
+
+
+def _wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + EVENT_TIMEOUT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.01)  # polling interval of the event check
+
+
+def _run_briefly(url: str, kind: str = "auto", attempts: int = 2) -> MetricsSeries:
+    """Scrape until ``attempts`` scrapes were tried (an event: a busy machine may take a
+    while), then stop."""
     scraper = MetricsScraper(url, kind, interval_s=0.05)
     scraper.start()
-    time.sleep(seconds)
+
+    def tried() -> bool:
+        series = scraper.series()
+        return series.scrapes + series.failures >= attempts
+
+    _wait_for(tried, f"{attempts} scrape attempts")
     return scraper.stop()
 
 
@@ -367,10 +383,14 @@ def test_stop_is_prompt_with_a_long_interval() -> None:
     with _http_server(200, SIM.encode()) as url:
         scraper = MetricsScraper(url, interval_s=3600.0)
         scraper.start()
-        time.sleep(0.2)  # the first scrape is immediate
-        began = time.monotonic()
-        series = scraper.stop()
-        assert time.monotonic() - began < 1.0
+        _wait_for(lambda: scraper.series().scrapes == 1, "the first scrape (immediate)")
+        (thread,) = [t for t in threading.enumerate() if t.name == "pytest-latency-metrics"]
+        assert thread.native_id is not None
+        with RunQueueWait(thread.native_id) as preempted:
+            began = time.monotonic()
+            series = scraper.stop()
+            took = time.monotonic() - began
+        assert took < 1.0 + preempted.seconds, (took, preempted.seconds)  # not the hour
     assert series.scrapes == 1 and series.waiting == [4.0]
     assert not any(t.name == "pytest-latency-metrics" for t in threading.enumerate())
 
@@ -379,8 +399,11 @@ def test_attempts_are_bounded() -> None:
     with _http_server(404, b"") as url:
         scraper = MetricsScraper(url, interval_s=0.01, max_samples=3)
         scraper.start()
-        time.sleep(0.5)
-        assert scraper.series().failures == 3  # the thread ended by itself
+        _wait_for(  # the thread ends by itself
+            lambda: not any(t.name == "pytest-latency-metrics" for t in threading.enumerate()),
+            "the scraper's thread ending after 3 attempts",
+        )
+        assert scraper.series().failures == 3
         series = scraper.stop()
     assert series.failures == 3
 
