@@ -65,7 +65,10 @@ def no_leftovers(docker_client: Any) -> Iterator[None]:
     runs belongs to another session working on the same engine at the same time (seen
     on a busy machine), not to this test.
     """
-    from pytest_latency.servers.ownership import owner_alive
+    from pytest_latency.servers.ownership import OWNER_PID_LABEL, owner_is_local, pid_running
+
+    def owner_alive(labels: dict[str, str]) -> bool:  # False: provably gone, from here
+        return not owner_is_local(labels) or pid_running(labels.get(OWNER_PID_LABEL))
 
     before = set(_labels(docker_client))
     yield
