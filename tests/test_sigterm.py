@@ -74,7 +74,8 @@ def _run_and_terminate(tmp_path: Path, preexec: Callable[[], None]) -> tuple[str
         server_file = tmp_path / "server.txt"
         _wait_for(server_file.exists, child, "started the server")
         url = server_file.read_text()
-        _wait_for(lambda: _scheduled(url) >= 3, child, "served 3 requests")
+        before = _scheduled(url)  # the preflight's test request, served before the run
+        _wait_for(lambda: _scheduled(url) >= before + 3, child, "served 3 requests")
         child.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         output, _ = child.communicate(timeout=60)
