@@ -35,6 +35,7 @@ MANY_LINES = Script(
 def _run(
     pytester: pytest.Pytester, server: ScriptedServer, model: str, *args: str, ini: str = ""
 ) -> list[dict[str, object]]:
+    server.models = [model]  # the preflight checks the model is listed
     pytester.makefile(".slo.yaml", limits=textwrap.dedent(SPEC.format(url=server.url, model=model)))
     if ini:
         pytester.makeini(f"[pytest]\n{ini}\n")

@@ -74,8 +74,10 @@ def _run_and_terminate(tmp_path: Path, preexec: Callable[[], None]) -> tuple[str
         server_file = tmp_path / "server.txt"
         _wait_for(server_file.exists, child, "started the server")
         url = server_file.read_text()
-        before = _scheduled(url)  # the preflight's test request, served before the run
-        _wait_for(lambda: _scheduled(url) >= before + 3, child, "served 3 requests")
+        # Served so far: the preflight's test request; run() checks the server again
+        # (one more), then its own requests come.
+        before = _scheduled(url)
+        _wait_for(lambda: _scheduled(url) >= before + 4, child, "served 3 requests")
         child.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         output, _ = child.communicate(timeout=60)

@@ -67,8 +67,10 @@ def test_sigterm_mid_run_removes_the_container_and_keeps_the_run(
         _wait(server_file.exists, child, "started the container")
         url = server_file.read_text()
         assert len(docker_client.containers.list(all=True, filters=owner)) == 1
-        before = _scheduled(url)  # the preflight's test request, served before the run
-        _wait(lambda: _scheduled(url) >= before + 3, child, "served 3 requests")
+        # Served so far: the preflight's test request; run() checks the server again
+        # (one more), then its own requests come.
+        before = _scheduled(url)
+        _wait(lambda: _scheduled(url) >= before + 4, child, "served 3 requests")
         child.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         gone_at: list[float] = []
