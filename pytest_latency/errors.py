@@ -4,6 +4,7 @@
     ├── SpecError (ValueError)        a workload, objective or server spec is invalid
     │   └── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
     ├── RunFileError (ValueError)     a --latency-json or baseline file is missing or malformed
+    │   └── BaselineKeyError          a baseline holds no run (or several) for a test's key
     ├── ServerStartError (RuntimeError)  a server could not be started or reached
     ├── ReceiverUnavailable           the OTLP receiver cannot listen where it was asked to
     ├── LatencyRunInvalid (RuntimeError)  the generator fell behind: the run decides nothing
@@ -31,6 +32,10 @@ class SpecError(LatencyError, ValueError):
 
 class RunFileError(LatencyError, ValueError):
     """A run or baseline file is missing or malformed; the message names file and problem."""
+
+
+class BaselineKeyError(RunFileError):
+    """A baseline file holds no run for a test's key, or several could be it."""
 
 
 class ServerStartError(LatencyError, RuntimeError):

@@ -7,9 +7,13 @@ read them through :func:`record_to_dict`, :func:`record_from_dict` and :func:`re
 
 from __future__ import annotations
 
+import functools
+import gzip
+import importlib.metadata
 import json
 import math
-from collections.abc import Iterable, Mapping
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -18,10 +22,12 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from pytest_latency.errors import RunFileError as RunFileError  # re-exported
+from pytest_latency.gaps import GapSummary, summarise
 
 RUN_SCHEMA = "pytest-latency/1"
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Status(StrEnum):
@@ -60,6 +66,8 @@ class RequestRecord:
     end_s: float | None = None
     # Appended to as chunks arrive (a list), stored compactly once the request ended.
     itl_s: list[float] | np.ndarray = field(default_factory=list)
+    # Read from a file that kept each request's gap summary but not its gaps (baselines).
+    itl_summary: GapSummary | None = None
     status: Status = Status.CANCELLED
     error: str | None = None
     http_status: int | None = None
@@ -132,9 +140,19 @@ _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is n
 _STATUS_VALUES = frozenset(status.value for status in Status)
 
 
-def record_to_dict(record: RequestRecord) -> dict[str, Any]:
-    """One request as the JSON object of a run's ``requests`` (docs/metrics.md)."""
-    return {
+def record_to_dict(
+    record: RequestRecord, summary: GapSummary | None = None, *, keep_gaps: bool = True
+) -> dict[str, Any]:
+    """One request as the JSON object of a run's ``requests`` (docs/json.md).
+
+    ``summary``: the record's gap summary when the caller computed it for many records
+    at once (:func:`records_to_dicts`). Without ``keep_gaps`` the gaps themselves are
+    left out (a saved baseline): ``itl_median_s``, ``itl_max_s`` and ``itl_count`` are
+    all that verdicts read.
+    """
+    if summary is None:
+        (summary,) = summarise([record.itl_s], [record.itl_summary])
+    row = {
         "id": record.id,
         "trace_id": record.trace_id,
         "phase": record.phase,
@@ -148,7 +166,9 @@ def record_to_dict(record: RequestRecord) -> dict[str, Any]:
         "end_s": record.end_s,
         "ttft_s": record.ttft_s,
         "e2e_s": record.e2e_s,
-        "itl_s": [float(gap) for gap in record.itl_s],
+        "itl_median_s": summary.median_s if summary else None,
+        "itl_max_s": summary.max_s if summary else None,
+        "itl_count": summary.count if summary else 0,
         "tpot_s": record.tpot_s,
         "queue_wait_s": record.queue_wait_s,
         "prefill_s": record.prefill_s,
@@ -161,6 +181,31 @@ def record_to_dict(record: RequestRecord) -> dict[str, Any]:
         "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source,
     }
+    if keep_gaps and len(record.itl_s):
+        row["itl_s"] = [float(gap) for gap in record.itl_s]
+    return row
+
+
+def records_to_dicts(
+    records: Sequence[RequestRecord], *, keep_gaps: bool = True
+) -> list[dict[str, Any]]:
+    """:func:`record_to_dict` for a run's records, the gap summaries computed at once."""
+    summaries = summarise([r.itl_s for r in records], [r.itl_summary for r in records])
+    return [
+        record_to_dict(record, summary, keep_gaps=keep_gaps)
+        for record, summary in zip(records, summaries, strict=True)
+    ]
+
+
+def drop_gaps(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored request row without its gaps, keeping (or adding) their summary."""
+    compact = dict(row)
+    gaps = compact.pop("itl_s", None)
+    if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:
+        summary = GapSummary(float(np.median(gaps)), float(max(gaps)), len(gaps))
+        compact |= {"itl_median_s": summary.median_s, "itl_max_s": summary.max_s}
+        compact["itl_count"] = summary.count
+    return compact
 
 
 def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
@@ -184,6 +229,7 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
     # and this is most of the time spent reading one after the JSON parse itself.
     if not isinstance(gaps, list) or not {type(gap) for gap in gaps} <= _NUMBER_TYPES:
         raise ValueError("itl_s must be a list of numbers")
+    summary = None if gaps else _gap_summary(row)
     status_text = row.get("status")
     if status_text not in _STATUS_VALUES:
         raise ValueError(f"status must be one of {', '.join(Status)}, got {status_text!r}")
@@ -196,8 +242,24 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
         status=status,
         output_tokens_source=source,
         itl_s=np.asarray(gaps, dtype=np.float64),
+        itl_summary=summary,
         **values,
     )
+
+
+def _gap_summary(row: Mapping[str, Any]) -> GapSummary | None:
+    """The stored summary of a row without gaps; None when it had no gap."""
+    count = _integer(row, "itl_count", required=False)
+    if not count:
+        return None
+    median = _number(row, "itl_median_s", required=True)
+    largest = _number(row, "itl_max_s", required=True)
+    assert median is not None and largest is not None  # required=True
+    if count < 0 or largest < median:
+        raise ValueError(
+            f"itl_count {count}, itl_median_s {median}, itl_max_s {largest}: inconsistent"
+        )
+    return GapSummary(median, largest, count)
 
 
 def _integer(row: Mapping[str, Any], name: str, *, required: bool) -> int | None:
@@ -240,9 +302,15 @@ class StoredRun:
 
 
 def read_runs(path: Path) -> list[StoredRun]:
-    """Every run of a ``pytest-latency/1`` file in file order; RunFileError otherwise."""
+    """Every run of a ``pytest-latency/1`` file (gzipped or not) in file order.
+
+    RunFileError names the file and what is wrong with it.
+    """
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        data = path.read_bytes()
+        if data.startswith(_GZIP_MAGIC):
+            data = gzip.decompress(data)
+        document = json.loads(data.decode("utf-8"))
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except (OSError, ValueError) as error:
@@ -287,9 +355,44 @@ def _stored_run(path: Path, index: int, run: object) -> StoredRun:
 
 
 def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
-    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing."""
-    document = {"schema": RUN_SCHEMA, "runs": list(runs)}
+    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing.
+
+    Each request is one line (a 10,000-request run stays readable with ``grep`` and
+    small); a name ending in ``.gz`` is gzipped. OSError or ValueError (a non-finite
+    number) leave any earlier file as it was.
+    """
+    document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
+    text = _dumps(document)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
+    data = text.encode("utf-8")
+    tmp.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
     tmp.replace(path)
+
+
+def _dumps(document: Mapping[str, Any]) -> str:
+    """The document indented, except each run's ``requests``: one compact line per row."""
+    marker = f"@requests-{secrets.token_hex(8)}-"
+    shells, row_lists = [], []
+    for index, run in enumerate(document["runs"]):
+        rows = run.get("requests")
+        if isinstance(rows, list) and rows:
+            run = {**run, "requests": f"{marker}{index}"}
+            row_lists.append(rows)
+        shells.append(run)
+    text = json.dumps({**document, "runs": shells}, indent=1, allow_nan=False)
+    parts = []
+    for index, rows in enumerate(row_lists):
+        before, text = text.split(json.dumps(f"{marker}{index}"), 1)
+        lines = ",\n".join(json.dumps(row, separators=(",", ":"), allow_nan=False) for row in rows)
+        parts += [before, "[\n", lines, "\n]"]
+    return "".join([*parts, text]) + "\n"
+
+
+@functools.cache
+def plugin_version() -> str:
+    """The installed pytest-latency's version (``unknown`` when it is not installed)."""
+    try:
+        return importlib.metadata.version("pytest-latency")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"

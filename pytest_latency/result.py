@@ -55,6 +55,8 @@ class LatencyResult:
     interrupted: str | None = None  # why the run was cut short, if it was
     # Why --latency-baseline cannot serve this run (no entry, another workload), if so.
     baseline_problem: str | None = None
+    # The key this run is stored and looked up under in baselines (pytest_latency.keys).
+    baseline_key: str = ""
 
     @property
     def offered(self) -> int:

@@ -11,6 +11,7 @@ import yaml
 
 from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency.keys import check_id
 from pytest_latency.spec import (
     ARRIVALS,
     Arrival,
@@ -86,6 +87,7 @@ class SloSpec:
     workload: Workload
     objectives: tuple[Objective, ...]
     server: ServerSpec | None
+    id: str | None = None  # the baseline key, instead of the file's path (keys.py)
 
 
 class _Context:
@@ -305,7 +307,7 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("server", "workload", "objectives", "description")
+_TOP_KEYS = ("id", "server", "workload", "objectives", "description")
 
 
 def _load_top(context: _Context) -> _Map:
@@ -364,4 +366,5 @@ def load_slo_file(path: Path) -> SloSpec:
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
-    return SloSpec(path=path, workload=workload, objectives=objectives, server=server)
+    spec_id = context.field(top, "id", "", check_id) if "id" in top else None
+    return SloSpec(path=path, workload=workload, objectives=objectives, server=server, id=spec_id)

@@ -47,9 +47,19 @@ class SloItem(pytest.Item):
         # The run happens in setup, so a run that cannot be trusted (server down, generator
         # behind) is reported as an error, and only a decided objective as a failure.
         from pytest_latency.gate import check_valid
+        from pytest_latency.keys import key_for_test, project_root
 
         session = self.config.stash[SESSION_KEY]
-        self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
+        root = project_root(self.path, self.config.inipath, self.config.rootpath)
+        key = key_for_test(root, self.path, self.nodeid, self.spec.id)
+        relative = [goal for goal in self.spec.objectives if goal.relative]
+        if relative:  # known before anything is sent: refuse to run a load for nothing
+            problem = session.baseline_problem(session.next_key(key, self.nodeid))
+            if problem:
+                raise SpecError(f"{relative[0].label}: {problem}")
+        self.result = session.run(
+            self.spec.workload, test=self.nodeid, server=self.spec.server, key=key
+        )
         check_valid(self.result)
 
     def runtest(self) -> None:

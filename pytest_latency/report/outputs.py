@@ -1,0 +1,80 @@
+"""The session's files: ``--latency-json`` and ``--latency-save-baseline``.
+
+Their paths are checked when pytest configures (:func:`path_problem`), so a typo costs
+no load run; they are written when the session finishes (:func:`write_session_files`),
+where a failure is a line of the summary and a failed session, never a traceback, and a
+baseline that is not saved says why. Importing this module costs nothing: the JSON
+report (numpy, scipy) loads when the files are written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_latency.session import LatencySession
+
+
+def path_problem(path: Path) -> str | None:
+    """Why a report could not be written to ``path`` at the end of the session, if so.
+
+    The parent folder must exist and take a new file, or be creatable (its nearest
+    existing ancestor is a writable folder). Nothing is left behind by the check.
+    """
+    target = path.absolute()
+    if target.is_dir():
+        return f"{path} is a folder; give a file name"
+    folder = target.parent
+    existing = folder
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder, so {folder} cannot be created"
+    if existing != folder:
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"cannot create {folder}: {existing} is not writable"
+        return None
+    try:  # the real test: access() says yes to root on a read-only mount in some setups
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".pytest-latency-", suffix=".probe")
+    except OSError as error:
+        return f"cannot write in {folder} ({error.strerror or error})"
+    os.close(handle)
+    os.unlink(probe)
+    return None
+
+
+def write_session_files(session: LatencySession) -> tuple[list[str], bool]:
+    """Write the JSON and the baseline the flags asked for.
+
+    Returns the lines to print and whether a write failed (the session then fails).
+    """
+    options = session.options
+    if options.json_path is None and options.save_baseline is None:
+        return [], False
+    from pytest_latency.errors import RunFileError
+    from pytest_latency.report.json_report import save_baseline, write_json
+
+    outcomes = session.outcomes()
+    lines: list[str] = []
+    failed = False
+    if options.json_path is not None:
+        try:
+            write_json(options.json_path, session.runs, outcomes)
+            lines.append(f"latency JSON: {options.json_path} ({len(session.runs)} run(s))")
+        except (OSError, ValueError) as error:
+            lines.append(f"latency JSON: could not write {options.json_path}: {error}")
+            failed = True
+    if options.save_baseline is not None:
+        path = options.save_baseline
+        try:
+            lines += save_baseline(path, session.runs, options.baseline_history, outcomes)
+        except RunFileError as error:
+            lines.append(f"latency baseline {path}: not written (the file is left as is): {error}")
+            failed = True
+        except (OSError, ValueError) as error:
+            lines.append(f"latency baseline {path}: could not write: {error}")
+            failed = True
+    return lines, failed
