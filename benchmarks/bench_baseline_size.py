@@ -4,7 +4,7 @@ Builds one run of ``--requests`` requests (default 10,000, Poisson at 20/s, outp
 ``--output-tokens`` tokens) by playing the plan through the embedded server's engine in
 virtual time (no sockets, a few seconds), then writes it the way the plugin does:
 ``--latency-save-baseline`` (:func:`save_baseline`) and ``--latency-json``
-(:func:`write_json`), and prints both sizes.
+(:func:`write_json`), and prints their sizes (and a gzipped baseline's).
 
     .venv/bin/python benchmarks/bench_baseline_size.py
     .venv/bin/python benchmarks/bench_baseline_size.py --requests 2000 --output-tokens 64
@@ -74,12 +74,12 @@ def main() -> None:
         f" in {time.perf_counter() - started:.1f} s"
     )
     with tempfile.TemporaryDirectory() as folder:
-        for name, write in (
-            ("--latency-save-baseline", lambda path: save_baseline(path, [run])),
-            ("--latency-json", lambda path: write_json(path, [run])),
+        for name, file_name, write in (
+            ("--latency-save-baseline", "base.json", lambda path: save_baseline(path, [run])),
+            ("  ... named .json.gz", "base.json.gz", lambda path: save_baseline(path, [run])),
+            ("--latency-json", "run.json", lambda path: write_json(path, [run])),
         ):
-            path = Path(folder) / "out.json"
-            path.unlink(missing_ok=True)
+            path = Path(folder) / file_name
             started = time.perf_counter()
             write(path)
             took = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""Per-request records and their one JSON codec (docs/metrics.md defines every field).
+"""Per-request records and their one JSON codec (docs/metrics.md and docs/json.md).
 
 This module sits below the driver, analysis and reports: the driver fills records, the
 analysis reads them, and the JSON report, baselines and ``pytest-latency judge`` write and
@@ -197,14 +197,24 @@ def records_to_dicts(
     ]
 
 
-def drop_gaps(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored request row without its gaps, keeping (or adding) their summary."""
-    compact = dict(row)
-    gaps = compact.pop("itl_s", None)
-    if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:
-        summary = GapSummary(float(np.median(gaps)), float(max(gaps)), len(gaps))
-        compact |= {"itl_median_s": summary.median_s, "itl_max_s": summary.max_s}
-        compact["itl_count"] = summary.count
+# Written for people and other tools, derived from the other fields by every reader.
+DERIVED_FIELDS = ("ttft_s", "e2e_s", "tpot_s", "after_queue_s", "unattributed_s")
+_NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
+
+
+def baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A request row as a saved baseline keeps it: the gaps' summary instead of the gaps,
+    no derived fields, times rounded to the nanosecond (about a tenth of the full row)."""
+    compact = {
+        name: round(value, _NANOSECOND_DIGITS) if type(value) is float else value
+        for name, value in row.items()
+        if name not in DERIVED_FIELDS and name != "itl_s"
+    }
+    gaps = row.get("itl_s")
+    if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:  # an older row
+        compact["itl_median_s"] = round(float(np.median(gaps)), _NANOSECOND_DIGITS)
+        compact["itl_max_s"] = round(float(max(gaps)), _NANOSECOND_DIGITS)
+        compact["itl_count"] = len(gaps)
     return compact
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -10,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+from json_schema import assert_valid_run_file
 from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 SPEC = """\
@@ -43,8 +43,9 @@ def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_
     finally:
         child.kill()
     assert child.returncode == 2, output  # pytest's "interrupted"
-    (run,) = json.loads((tmp_path / "run.json").read_text())["runs"]
+    (run,) = assert_valid_run_file(tmp_path / "run.json")["runs"]
     assert run["interrupted"] is True and "Ctrl-C" in run["interrupted_reason"]
+    assert run["outcome"] == "interrupted"
     assert len(run["requests"]) == 30  # one record per offered request, sent or not
     statuses = {request["status"] for request in run["requests"]}
     assert statuses == {"cancelled"}

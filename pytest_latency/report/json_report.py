@@ -23,7 +23,7 @@ from pytest_latency.baseline import SaveReport, merge_for_save, run_keys
 from pytest_latency.records import (
     RUN_SCHEMA,
     RequestRecord,
-    drop_gaps,
+    baseline_row,
     plugin_version,
     read_runs,
     records_to_dicts,
@@ -223,10 +223,19 @@ def save_baseline(
     existing = [run.document for run in read_runs(path)] if path.exists() else []
     merged, report = merge_for_save(existing, keyed, history)
     if report.saved:
-        write_runs(
-            path, [{**run, "requests": list(map(drop_gaps, run["requests"]))} for run in merged]
-        )
+        write_runs(path, [_stored_run(run) for run in merged])
     return save_lines(path, report)
+
+
+# Run fields older files lack: null in the runs carried over from them (unknown).
+_RECORDED_SINCE_0_1 = ("outcome", "inconclusive_policy", "plugin_version")
+
+
+def _stored_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as a baseline keeps it (compact requests); older runs get null for fields
+    their writer did not record."""
+    unknown = {name: None for name in _RECORDED_SINCE_0_1 if name not in run}
+    return {**run, **unknown, "requests": list(map(baseline_row, run["requests"]))}
 
 
 def save_lines(path: Path, report: SaveReport) -> list[str]:

@@ -32,6 +32,8 @@ def path_problem(path: Path) -> str | None:
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
+        if existing == folder:
+            return f"{folder} is not a folder"
         return f"{existing} is not a folder, so {folder} cannot be created"
     if existing != folder:
         if not os.access(existing, os.W_OK | os.X_OK):
@@ -65,16 +67,18 @@ def write_session_files(session: LatencySession) -> tuple[list[str], bool]:
             write_json(options.json_path, session.runs, outcomes)
             lines.append(f"latency JSON: {options.json_path} ({len(session.runs)} run(s))")
         except (OSError, ValueError) as error:
-            lines.append(f"latency JSON: could not write {options.json_path}: {error}")
+            lines.append(
+                f"latency JSON: could not write {options.json_path} ({error}); the session fails"
+            )
             failed = True
     if options.save_baseline is not None:
         path = options.save_baseline
         try:
             lines += save_baseline(path, session.runs, options.baseline_history, outcomes)
         except RunFileError as error:
-            lines.append(f"latency baseline {path}: not written (the file is left as is): {error}")
+            lines.append(f"latency baseline {path}: not saved, the file is left as is ({error})")
             failed = True
         except (OSError, ValueError) as error:
-            lines.append(f"latency baseline {path}: could not write: {error}")
+            lines.append(f"latency baseline {path}: could not write ({error}); the session fails")
             failed = True
     return lines, failed
