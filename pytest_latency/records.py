@@ -7,12 +7,7 @@ read them through :func:`record_to_dict`, :func:`record_from_dict` and :func:`re
 
 from __future__ import annotations
 
-import functools
-import gzip
-import importlib.metadata
-import json
 import math
-import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,12 +17,13 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from pytest_latency.errors import RunFileError as RunFileError  # re-exported
+from pytest_latency.file_format import decode, encode
+from pytest_latency.file_format import plugin_version as plugin_version  # re-exported
 from pytest_latency.gaps import GapSummary, summarise
 
 RUN_SCHEMA = "pytest-latency/1"
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Status(StrEnum):
@@ -317,10 +313,7 @@ def read_runs(path: Path) -> list[StoredRun]:
     RunFileError names the file and what is wrong with it.
     """
     try:
-        data = path.read_bytes()
-        if data.startswith(_GZIP_MAGIC):
-            data = gzip.decompress(data)
-        document = json.loads(data.decode("utf-8"))
+        document = decode(path.read_bytes())
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except (OSError, ValueError) as error:
@@ -372,37 +365,8 @@ def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
     number) leave any earlier file as it was.
     """
     document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
-    text = _dumps(document)
+    data = encode(document, gzipped=path.name.endswith(".gz"))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    data = text.encode("utf-8")
-    tmp.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
+    tmp.write_bytes(data)
     tmp.replace(path)
-
-
-def _dumps(document: Mapping[str, Any]) -> str:
-    """The document indented, except each run's ``requests``: one compact line per row."""
-    marker = f"@requests-{secrets.token_hex(8)}-"
-    shells, row_lists = [], []
-    for index, run in enumerate(document["runs"]):
-        rows = run.get("requests")
-        if isinstance(rows, list) and rows:
-            run = {**run, "requests": f"{marker}{index}"}
-            row_lists.append(rows)
-        shells.append(run)
-    text = json.dumps({**document, "runs": shells}, indent=1, allow_nan=False)
-    parts = []
-    for index, rows in enumerate(row_lists):
-        before, text = text.split(json.dumps(f"{marker}{index}"), 1)
-        lines = ",\n".join(json.dumps(row, separators=(",", ":"), allow_nan=False) for row in rows)
-        parts += [before, "[\n", lines, "\n]"]
-    return "".join([*parts, text]) + "\n"
-
-
-@functools.cache
-def plugin_version() -> str:
-    """The installed pytest-latency's version (``unknown`` when it is not installed)."""
-    try:
-        return importlib.metadata.version("pytest-latency")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"

@@ -202,15 +202,19 @@ class LatencySession:
         result.error_budget = self.error_budget
         result.baseline_key = baseline_key
         self._attach_baseline(result)
-        self.runs.append(result)
-        self.run_nodes.append(node or test)
-        self._nodes_with_runs.add(node or test)
-        self._run_key_bases.append(key or test)
+        self._keep(result, node or test, key or test)
         if interrupted is not None:
             raise interrupted  # the run is kept for the JSON (interrupted: true)
         if self._on_run is not None:
             self._on_run(result)
         return result
+
+    def _keep(self, result: LatencyResult, node: str, key: str) -> None:
+        """Add a finished (or interrupted) run to the session's runs, for the reports."""
+        self.runs.append(result)
+        self.run_nodes.append(node)
+        self._nodes_with_runs.add(node)
+        self._run_key_bases.append(key)
 
     def _drive(
         self, plan: Plan, target: Target, kind: str

@@ -218,3 +218,22 @@ def test_a_saved_baseline_keeps_gap_summaries_not_gaps(tmp_path: Path) -> None:
     save_baseline(base, [dataclasses.replace(run, test="t.py::test_other")])
     assert keys_in(base) == ["t.py::test_steady", "t.py::test_other"]
     assert json.loads(base.read_text())["runs"][0]["requests"][0].get("itl_s") is None
+
+
+def test_the_file_layout_puts_each_request_on_one_line_and_round_trips(tmp_path: Path) -> None:
+    from pytest_latency.file_format import decode, encode
+
+    document = {
+        "schema": "pytest-latency/1",
+        "runs": [
+            {"test": "empty", "requests": []},
+            {"test": "two", "requests": [{"id": 0, "s": "@requests-x-1"}, {"id": 1}]},
+            {"test": "judged", "objectives": []},
+        ],
+    }
+    text = encode(document).decode()
+    assert '\n{"id":0,"s":"@requests-x-1"},\n{"id":1}\n]' in text
+    assert decode(text.encode()) == document
+    assert decode(encode(document, gzipped=True)) == document
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        encode({"runs": [{"requests": [{"upper_s": float("inf")}]}]})
