@@ -71,27 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _check_output_paths(options: LatencyOptions) -> None:
     """A report path that cannot be written is a usage error now, not after the load."""
-    from pytest_latency.report.outputs import path_problem
+    from pytest_latency.report.outputs import output_paths_problem
 
-    for flag, path in (
-        ("--latency-json", options.json_path),
-        ("--latency-save-baseline", options.save_baseline),
-        ("--latency-html", options.html_path),
-    ):
-        problem = path_problem(path) if path is not None else None
-        if problem:
-            raise pytest.UsageError(f"{flag} {path}: {problem}")
-    save = options.save_baseline
-    if save is not None and save.is_file() and save != options.baseline:
-        from pytest_latency.records import RunFileError, read_runs
-
-        try:  # saving merges into it: an unreadable file would be lost at the end
-            read_runs(save)
-        except RunFileError as error:
-            raise pytest.UsageError(
-                f"--latency-save-baseline: {error}; saving merges into an existing file,"
-                " so move it away or choose another path"
-            ) from None
+    problem = output_paths_problem(options)
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def _latency_session(config: pytest.Config) -> LatencySession | None:

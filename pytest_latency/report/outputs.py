@@ -15,7 +15,40 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pytest_latency._options import LatencyOptions
     from pytest_latency.session import LatencySession
+
+
+def output_paths_problem(options: LatencyOptions) -> str | None:
+    """What is wrong with the report paths the flags name, for a usage error; or None.
+
+    An existing ``--latency-save-baseline`` file must be a run file: saving merges into
+    it, and an unreadable one would only be found after the whole load.
+    """
+    for flag, path in (
+        ("--latency-json", options.json_path),
+        ("--latency-save-baseline", options.save_baseline),
+        ("--latency-html", options.html_path),
+    ):
+        problem = path_problem(path) if path is not None else None
+        if problem:
+            return f"{flag} {path}: {problem}"
+    save, compared = options.save_baseline, options.baseline
+    if save is None or not save.is_file():
+        return None
+    if compared is not None and save.resolve() == compared.resolve():
+        return None  # read (and checked) as --latency-baseline already
+    from pytest_latency.errors import RunFileError
+    from pytest_latency.records import read_runs
+
+    try:
+        read_runs(save)
+    except RunFileError as error:
+        return (
+            f"--latency-save-baseline: {error}; saving merges into an existing file,"
+            " so move it away or choose another path"
+        )
+    return None
 
 
 def path_problem(path: Path) -> str | None:
