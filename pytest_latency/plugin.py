@@ -145,9 +145,9 @@ def pytest_runtest_makereport(
     report = yield
     session = _latency_session(item.config)
     if session is not None and session.runs:
-        from pytest_latency.session import test_outcome
+        from pytest_latency.session import phase_outcome
 
-        session.note_outcome(item.nodeid, test_outcome(report, call))
+        session.note_outcome(item.nodeid, phase_outcome(report, call))
     return report
 
 

@@ -311,7 +311,7 @@ class LatencySession:
             self.telemetry.close()
 
 
-def test_outcome(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str:
+def phase_outcome(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str:
     """One phase's outcome for :meth:`LatencySession.note_outcome`.
 
     A failure in setup or teardown, or a latency error other than failed objectives (a

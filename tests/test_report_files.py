@@ -249,3 +249,30 @@ def test_the_file_layout_puts_each_request_on_one_line_and_round_trips(tmp_path:
     assert decode(encode(document, gzipped=True)) == document
     with pytest.raises(ValueError, match="not JSON compliant"):
         encode({"runs": [{"requests": [{"upper_s": float("inf")}]}]})
+
+
+def test_a_runs_outcome_comes_from_its_verdicts_else_from_its_test() -> None:
+    from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+    from pytest_latency.report.json_report import run_outcome
+    from pytest_latency.spec import objective
+
+    run = simulated_run(20, 4)
+    assert [run_outcome(run, test) for test in ("passed", "failed", "error")] == [
+        "passed", "failed", "error",
+    ]  # fmt: skip
+    assert run_outcome(run, "inconclusive") == "inconclusive"  # a skipped test
+    assert run_outcome(run) == "error"  # nothing decided and no test outcome: unknown
+    goal = objective("ttft", p=50, max="1s")
+    for verdicts, test, expected in [
+        ([Verdict.PASS], "failed", "passed"),  # the test failed on its own assertion
+        ([Verdict.PASS, Verdict.INCONCLUSIVE], "passed", "inconclusive"),
+        ([Verdict.INCONCLUSIVE, Verdict.FAIL], "failed", "failed"),
+        ([Verdict.PASS], "error", "error"),
+        ([Verdict.INVALID], "failed", "error"),
+    ]:
+        run.objective_results[:] = [
+            ObjectiveResult(goal, verdict, 0.1, 0.0, 0.2, 20, 0.99, "") for verdict in verdicts
+        ]
+        assert run_outcome(run, test) == expected, verdicts
+    run.interrupted = "interrupted (Ctrl-C)"
+    assert run_outcome(run, "passed") == "interrupted"

@@ -121,7 +121,8 @@ def run_outcome(run: LatencyResult, test_outcome: str | None = None) -> str:
     Decided by the run itself: cut short, invalid (the generator fell behind), or its
     objectives' verdicts (a failed one first, then an inconclusive one, whatever the
     inconclusive policy made of it). A run that decided no objective takes its test's
-    outcome (``test_outcome``: passed, failed or error); unknown, it is an error.
+    outcome (``test_outcome``: passed, failed, error, or inconclusive for a skipped test);
+    unknown, it is an error.
     """
     if run.interrupted is not None:
         return "interrupted"
@@ -136,7 +137,7 @@ def run_outcome(run: LatencyResult, test_outcome: str | None = None) -> str:
         return "inconclusive"
     if verdicts:
         return "passed"
-    return test_outcome if test_outcome in ("passed", "failed") else "error"
+    return test_outcome if test_outcome in ("passed", "failed", "inconclusive") else "error"
 
 
 def run_dict(
