@@ -1,9 +1,11 @@
 """Baselines: earlier runs of the same tests, for relative objectives.
 
 Any ``--latency-json`` file is a baseline: one format (``pytest-latency/1``, read through
-:mod:`pytest_latency.records`), runs matched by their key (the test id; ``#2``, ``#3``...
-for later runs of one test in one session). A baseline may hold several runs under one
-key: the history of one build, from which relative verdicts estimate between-run noise.
+:mod:`pytest_latency.records`), runs matched by their key (``baseline_key``: the test
+file relative to the project plus the test name, or an explicit id; ``#2``, ``#3``... for
+later runs of one test in one session; see :mod:`pytest_latency.keys`). A baseline may
+hold several runs under one key: the history of one build, from which relative verdicts
+estimate between-run noise.
 
 Runs are only comparable when the same workload met the same kind of server: the
 workload fingerprint (seed, phases, rates, shapes, repeats) and the server identity
@@ -15,10 +17,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_latency.errors import BaselineKeyError
+from pytest_latency.keys import match_key, numbered
 from pytest_latency.records import RunFileError, StoredRun, read_runs
 
 BaselineError = RunFileError  # one error for unreadable run and baseline files
@@ -37,19 +41,19 @@ class Baseline:
     def keys(self) -> list[str]:
         return sorted(self.runs)
 
+    def lookup(self, key: str) -> list[StoredRun]:
+        """The stored runs of ``key`` (see :func:`match_key`); BaselineKeyError if none."""
+        return self.runs[match_key(key, self.runs, str(self.path))]
+
 
 def run_keys(tests: Sequence[str]) -> list[str]:
     """A key per run: the test id, with ``#2``, ``#3``... for later runs of the same test."""
-    seen: dict[str, int] = {}
-    keys = []
-    for test in tests:
-        seen[test] = seen.get(test, 0) + 1
-        keys.append(test if seen[test] == 1 else f"{test}#{seen[test]}")
-    return keys
+    return numbered(tests)
 
 
-def _key_of(run: StoredRun, default: str) -> str:
-    key = run.document.get("baseline_key")
+def stored_key(run: Mapping[str, Any], default: str) -> str:
+    """A stored run's key: its ``baseline_key``, else (older files) ``default``."""
+    key = run.get("baseline_key")
     return key if isinstance(key, str) else default
 
 
@@ -58,7 +62,7 @@ def load_baseline(path: Path) -> Baseline:
     stored = read_runs(path)
     runs: dict[str, list[StoredRun]] = {}
     for run, key in zip(stored, run_keys([run.test for run in stored]), strict=True):
-        runs.setdefault(_key_of(run, key), []).append(run)
+        runs.setdefault(stored_key(run.document, key), []).append(run)
     return Baseline(path, runs)
 
 
@@ -88,28 +92,49 @@ def mismatches(
     return differing
 
 
+@dataclass(slots=True)
+class SaveReport:
+    """What saving did, by key: new, updated (with its history length), refused, kept."""
+
+    new: list[str] = field(default_factory=list)
+    updated: list[tuple[str, int]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (old key, new key)
+    kept: int = 0  # other keys of the file, unchanged
+
+    @property
+    def saved(self) -> bool:
+        return bool(self.new or self.updated)
+
+
 def merge_for_save(
     existing: Sequence[Mapping[str, Any]],
     session_runs: Sequence[Mapping[str, Any]],
     history: int = DEFAULT_HISTORY,
-) -> tuple[list[dict[str, Any]], list[str]]:
+) -> tuple[list[dict[str, Any]], SaveReport]:
     """The runs to write: this session's valid runs merged into a file's earlier runs.
 
     Each run dict is a ``--latency-json`` run carrying ``baseline_key``. Keys this session
     ran keep up to ``history`` runs: the new one and the newest earlier ones with the
-    same fingerprint. Other keys are kept as they were. Returns the runs and a message
-    per key (saved, or why not).
+    same fingerprint. Other keys are kept as they were; an older file's key for the same
+    test (another rootdir's test id, see :func:`match_key`) is replaced by the new key.
     """
     by_key: dict[str, list[dict[str, Any]]] = {}
-    for run in existing:
-        by_key.setdefault(str(run.get("baseline_key", run.get("test"))), []).append(dict(run))
-    messages = []
+    old_ids = run_keys([str(run.get("test")) for run in existing])
+    for run, key in zip(existing, old_ids, strict=True):
+        by_key.setdefault(stored_key(run, key), []).append(dict(run))
+    earlier_keys = set(by_key)
+    report = SaveReport()
+    touched: set[str] = set()
     for run in session_runs:
         key = str(run["baseline_key"])
         why_not = _unsaveable(run)
         if why_not:
-            messages.append(f"{key}: not saved as a baseline ({why_not})")
+            report.refused.append((key, why_not))
             continue
+        if key not in by_key:
+            _adopt_old_key(by_key, key, earlier_keys, report)
+        existed = key in by_key
         mark = fingerprint(run.get("workload"), run.get("server") or {})
         earlier = [
             old
@@ -117,9 +142,26 @@ def merge_for_save(
             if fingerprint(old.get("workload"), old.get("server") or {}) == mark
         ]
         kept = [*earlier, dict(run)][-max(history, 1) :]
-        by_key[key] = kept
-        messages.append(f"{key}: saved ({len(kept)} run(s) of history)")
-    return [run for runs in by_key.values() for run in runs], messages
+        if existed:
+            report.updated.append((key, len(kept)))
+        else:
+            report.new.append(key)
+        touched.add(key)
+        by_key[key] = [{**old, "baseline_key": key} for old in kept]
+    report.kept = len(set(by_key) - touched)
+    return [run for runs in by_key.values() for run in runs], report
+
+
+def _adopt_old_key(
+    by_key: dict[str, list[dict[str, Any]]], key: str, earlier: set[str], report: SaveReport
+) -> None:
+    """Move an older file's runs of this test (saved under a rootdir-relative id) to ``key``."""
+    try:
+        old = match_key(key, earlier & set(by_key), "")
+    except BaselineKeyError:
+        return  # none, or ambiguous: a new key; the old entries stay as they were
+    by_key[key] = by_key.pop(old)
+    report.renamed.append((old, key))
 
 
 def _unsaveable(run: Mapping[str, Any]) -> str | None:

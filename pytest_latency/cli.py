@@ -20,7 +20,8 @@ from typing import Any
 
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
-from pytest_latency.baseline import Baseline, load_baseline, mismatches, run_keys
+from pytest_latency.baseline import Baseline, load_baseline, mismatches, run_keys, stored_key
+from pytest_latency.errors import BaselineKeyError
 from pytest_latency.records import RequestRecord, RunFileError, StoredRun, read_runs, write_runs
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.report.json_report import objective_dict
@@ -42,6 +43,24 @@ class JudgedRun:
 
     test: str
     results: list[ObjectiveResult]
+    key: str = ""  # its baseline key
+    workload: dict[str, Any] | None = None  # as the run file recorded it
+
+    @property
+    def outcome(self) -> str:
+        """failed, error (an invalid run), inconclusive or passed, as the plugin says."""
+        verdicts = {result.verdict for result in self.results}
+        for verdict, outcome in _OUTCOMES:
+            if verdict in verdicts:
+                return outcome
+        return "passed"
+
+
+_OUTCOMES = (
+    (Verdict.INVALID, "error"),
+    (Verdict.FAIL, "failed"),
+    (Verdict.INCONCLUSIVE, "inconclusive"),
+)
 
 
 def run_phases(run: StoredRun) -> list[str]:
@@ -81,10 +100,10 @@ def baseline_runs(
     run: StoredRun, key: str, baseline: Baseline, allow_mismatch: bool
 ) -> list[list[RequestRecord]]:
     """The records of every stored run under ``key`` (the history), if comparable."""
-    stored = baseline.runs.get(key)
-    if not stored:
-        known = ", ".join(baseline.keys()) or "none"
-        raise UsageError(f"{baseline.path} holds no run for {key!r} (it holds: {known})")
+    try:
+        stored = baseline.lookup(key)
+    except BaselineKeyError as error:
+        raise UsageError(str(error)) from None
     differing = mismatches(stored[-1], run.workload or {}, run.server)
     if differing and not allow_mismatch:
         raise UsageError(
@@ -110,7 +129,11 @@ def judge_runs(
     if relative and baseline is None:
         raise UsageError("relative objectives (max_regression) need --baseline BASE.json")
     history: list[list[list[RequestRecord]] | None] = []
-    for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True):
+    keys = [
+        stored_key(run.document, key)
+        for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True)
+    ]
+    for run, key in zip(runs, keys, strict=True):
         check_phases(run, objectives)
         if relative and baseline is not None:
             history.append(baseline_runs(run, key, baseline, allow_baseline_mismatch))
@@ -127,8 +150,10 @@ def judge_runs(
                 baseline=stored,
                 invalid_reason=invalid_reason(run),
             ),
+            key,
+            run.workload,
         )
-        for run, stored in zip(runs, history, strict=True)
+        for run, stored, key in zip(runs, history, keys, strict=True)
     ]
 
 
@@ -160,11 +185,21 @@ def format_table(judged: Sequence[JudgedRun], width: int = TABLE_WIDTH) -> str:
 
 
 def write_judgement(path: Path, judged: Sequence[JudgedRun]) -> None:
-    """``{"schema", "runs": [{"test", "objectives"}]}``, written atomically."""
+    """``{"schema", "plugin_version", "runs": [{"test", ..., "objectives"}]}``, atomically.
+
+    The judge's exit code ignores inconclusive verdicts: its policy is ``warn``.
+    """
     write_runs(
         path,
         [
-            {"test": run.test, "objectives": [objective_dict(result) for result in run.results]}
+            {
+                "test": run.test,
+                "baseline_key": run.key or run.test,
+                "outcome": run.outcome,
+                "inconclusive_policy": "warn",
+                "workload": run.workload,
+                "objectives": [objective_dict(result) for result in run.results],
+            }
             for run in judged
         ],
     )

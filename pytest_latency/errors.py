@@ -5,6 +5,7 @@
     │   ├── SpecFileError             ... in a *.slo.yaml file (spec_yaml.py): file:line: key
     │   └── UndecidablePlan           the plan offers too few requests to decide an objective
     ├── RunFileError (ValueError)     a --latency-json or baseline file is missing or malformed
+    │   └── BaselineKeyError          a baseline holds no run (or several) for a test's key
     ├── ServerStartError (RuntimeError)  a server could not be started or reached
     │   └── ServerNotReady            the preflight before time zero failed: not reachable,
     │                                 model not listed, or the test request not answered
@@ -45,6 +46,10 @@ class UndecidablePlan(SpecError):
     The message names each such objective, its planned and needed request counts, and
     the phase duration that would plan enough.
     """
+
+
+class BaselineKeyError(RunFileError):
+    """A baseline file holds no run for a test's key, or several could be it."""
 
 
 class ServerStartError(LatencyError, RuntimeError):

@@ -15,7 +15,7 @@ import pytest
 from pytest_latency.errors import ServerStartError, UndecidablePlan
 from pytest_latency.servers import ServerInfo
 from pytest_latency.session import SESSION_KEY, LatencySession
-from pytest_latency.spec import Objective, Phase, ServerSpec, Workload
+from pytest_latency.spec import Objective, Phase, ServerSpec, SpecError, Workload
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.planning import ObjectivePower
@@ -26,11 +26,23 @@ if TYPE_CHECKING:
 class LatencyFixture:
     """Run phases against the selected server: ``latency.run(steady(5, 20), burst(25, 5))``."""
 
-    def __init__(self, session: LatencySession, nodeid: str) -> None:
+    def __init__(self, session: LatencySession, nodeid: str, key: str | None = None) -> None:
+        """``key``: the test's baseline key (:mod:`pytest_latency.keys`; default ``nodeid``)."""
         self._session = session
         self._nodeid = nodeid
         #: Every paired comparison this test ran (their verdicts go to the JUnit XML).
         self.comparisons: list[PairedComparison] = []
+        self._key = key or nodeid
+
+    def _baseline_key(self, explicit_id: str | None) -> str:
+        if explicit_id is None:
+            return self._key
+        from pytest_latency.keys import check_id
+
+        try:
+            return check_id(explicit_id)
+        except ValueError as error:
+            raise SpecError(f"id: {error}") from None
 
     @property
     def server(self) -> ServerInfo:
@@ -42,16 +54,26 @@ class LatencyFixture:
         *phases: Phase,
         workload: Workload | None = None,
         server: ServerSpec | None = None,
+        id: str | None = None,  # as a spec file's top-level id:
         **workload_options: Any,
     ) -> LatencyResult:
         """Offer the phases (or a whole ``workload``) open loop; every request is recorded.
 
         ``workload_options`` are :class:`~pytest_latency.Workload` fields: ``seed``,
         ``input_tokens``, ``output_tokens``, ``timeout_s``, ``warmup_requests``, ``ignore_eos``.
+        ``id`` names the run in baselines instead of the test file and name (renaming or
+        moving the test then keeps its baseline); later runs of one id in a test get
+        ``#2``, ``#3``...
         """
         __tracebackhide__ = True
         workload = _workload(phases, workload, workload_options)
-        return self._session.run(workload, test=self._nodeid, server=server)
+        return self._session.run(
+            workload,
+            test=self._nodeid,
+            server=server,
+            key=self._baseline_key(id),
+            node=self._nodeid,
+        )
 
     def plan(
         self,
@@ -79,6 +101,7 @@ class LatencyFixture:
         candidate: ServerSpec,
         blocks: int = 32,
         workload: Workload | None = None,
+        id: str | None = None,
         **workload_options: Any,
     ) -> PairedComparison:
         """Run baseline (A) and candidate (B) in interleaved ABBA blocks of the same load.
@@ -96,8 +119,14 @@ class LatencyFixture:
         if self._session.options.seed is not None:
             workload = dataclasses.replace(workload, seed=self._session.options.seed)
 
+        key = self._baseline_key(id)
+
         def run_block(block: Workload, server: ServerSpec, name: str) -> LatencyResult:
-            return self._session.run(block, test=name, server=server, keep_seed=True)
+            label = name.removeprefix(self._nodeid)  # the block: "[A1]", "[B2]"...
+            return self._session.run(
+                block, test=name, server=server, keep_seed=True, key=key + label,
+                node=self._nodeid,
+            )  # fmt: skip
 
         comparison = run_paired(
             workload, baseline, candidate, blocks=blocks, test=self._nodeid, run_block=run_block
@@ -144,4 +173,9 @@ def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] 
 @pytest.fixture
 def latency(request: pytest.FixtureRequest) -> LatencyFixture:
     """Drive open-loop traffic at the session's server and decide latency objectives."""
-    return LatencyFixture(request.config.stash[SESSION_KEY], request.node.nodeid)
+    from pytest_latency.keys import key_for_test, project_root
+
+    config, node = request.config, request.node
+    root = project_root(node.path, config.inipath, config.rootpath)
+    key = key_for_test(root, node.path, node.nodeid)
+    return LatencyFixture(config.stash[SESSION_KEY], node.nodeid, key)

@@ -7,6 +7,7 @@ in the hooks that use them (``benchmarks/bench_import.py`` holds the cost down).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import pytest
 from pytest_latency._options import add_options, read_options
 
 if TYPE_CHECKING:
+    from pytest_latency._options import LatencyOptions
     from pytest_latency.session import LatencySession
 
 
@@ -35,6 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     config.addinivalue_line("markers", "latency: a latency test (pytest-latency)")
     options = read_options(config)
+    _check_output_paths(options)
     try:
         session = LatencySession(
             options,
@@ -66,6 +69,15 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             stacklevel=2,
         )
+
+
+def _check_output_paths(options: LatencyOptions) -> None:
+    """A report path that cannot be written is a usage error now, not after the load."""
+    from pytest_latency.report.outputs import output_paths_problem
+
+    problem = output_paths_problem(options)
+    if problem:
+        raise pytest.UsageError(problem)
 
 
 def _latency_session(config: pytest.Config) -> LatencySession | None:
@@ -147,23 +159,32 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"latency: server={where} inconclusive={session.options.inconclusive}"
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Note each latency test's outcome: a run that decides no objective reports it."""
+    report = yield
+    session = _latency_session(item.config)
+    if session is not None and session.runs:
+        from pytest_latency.session import phase_outcome
+
+        session.note_outcome(item.nodeid, phase_outcome(report, call))
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     session = _latency_session(terminalreporter.config)
-    if session is None or not session.runs:
+    if session is None or not (session.runs or session.output_lines):
         return
-    from pytest_latency.report.terminal import format_run
-
     terminalreporter.write_sep("=", "latency summary")
-    for run in session.runs:
-        for line in format_run(run):
-            terminalreporter.write_line(line)
-    if session.options.json_path is not None:
-        terminalreporter.write_line(f"latency JSON: {session.options.json_path}")
-    if session.options.html_path is not None:
-        terminalreporter.write_line(f"latency HTML: {session.options.html_path}")
-    if session.options.markdown_path is not None:
-        terminalreporter.write_line(f"latency Markdown: {session.options.markdown_path}")
-    for line in session.saved_baseline:
+    if session.runs:
+        from pytest_latency.report.terminal import format_run
+
+        for run in session.runs:
+            for line in format_run(run):
+                terminalreporter.write_line(line)
+    for line in session.output_lines:
         terminalreporter.write_line(line)
 
 
@@ -171,31 +192,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     latency_session = _latency_session(session.config)
     if latency_session is None:
         return
-    if latency_session.options.json_path is not None:
-        from pytest_latency.report.json_report import write_json
+    from pytest_latency.report.outputs import write_session_files
 
-        write_json(latency_session.options.json_path, latency_session.runs)
-    options = latency_session.options
-    if options.html_path is not None:
-        from pytest_latency.report.html import write_html
-
-        write_html(options.html_path, latency_session.runs)
-    if options.markdown_path is not None or (latency_session.runs and _step_summary()):
-        from pytest_latency.report.markdown import write_session_markdown
-
-        write_session_markdown(latency_session.runs, options.markdown_path)
-    if options.save_baseline is not None and latency_session.runs:
-        from pytest_latency.report.json_report import save_baseline
-
-        latency_session.saved_baseline = save_baseline(
-            options.save_baseline, latency_session.runs, options.baseline_history
-        )
-
-
-def _step_summary() -> bool:
-    import os
-
-    return bool(os.environ.get("GITHUB_STEP_SUMMARY"))
+    latency_session.output_lines, failed = write_session_files(latency_session)
+    if failed and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a report the user asked for is lost
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,4 +1,4 @@
-"""Per-request records and their one JSON codec (docs/metrics.md defines every field).
+"""Per-request records and their one JSON codec (docs/metrics.md and docs/json.md).
 
 This module sits below the driver, analysis and reports: the driver fills records, the
 analysis reads them, and the JSON report, baselines and ``pytest-latency judge`` write and
@@ -7,9 +7,8 @@ read them through :func:`record_to_dict`, :func:`record_from_dict` and :func:`re
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +17,9 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from pytest_latency.errors import RunFileError as RunFileError  # re-exported
+from pytest_latency.file_format import decode, encode
+from pytest_latency.file_format import plugin_version as plugin_version  # re-exported
+from pytest_latency.gaps import GapSummary, summarise
 
 RUN_SCHEMA = "pytest-latency/1"
 # Baselines written before one format served both (read, never written).
@@ -60,6 +62,8 @@ class RequestRecord:
     end_s: float | None = None
     # Appended to as chunks arrive (a list), stored compactly once the request ended.
     itl_s: list[float] | np.ndarray = field(default_factory=list)
+    # Read from a file that kept each request's gap summary but not its gaps (baselines).
+    itl_summary: GapSummary | None = None
     status: Status = Status.CANCELLED
     error: str | None = None
     http_status: int | None = None
@@ -136,9 +140,19 @@ _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is n
 _STATUS_VALUES = frozenset(status.value for status in Status)
 
 
-def record_to_dict(record: RequestRecord) -> dict[str, Any]:
-    """One request as the JSON object of a run's ``requests`` (docs/metrics.md)."""
-    return {
+def record_to_dict(
+    record: RequestRecord, summary: GapSummary | None = None, *, keep_gaps: bool = True
+) -> dict[str, Any]:
+    """One request as the JSON object of a run's ``requests`` (docs/json.md).
+
+    ``summary``: the record's gap summary when the caller computed it for many records
+    at once (:func:`records_to_dicts`). Without ``keep_gaps`` the gaps themselves are
+    left out (a saved baseline): ``itl_median_s``, ``itl_max_s`` and ``itl_count`` are
+    all that verdicts read.
+    """
+    if summary is None:
+        (summary,) = summarise([record.itl_s], [record.itl_summary])
+    row = {
         "id": record.id,
         "trace_id": record.trace_id,
         "phase": record.phase,
@@ -152,7 +166,9 @@ def record_to_dict(record: RequestRecord) -> dict[str, Any]:
         "end_s": record.end_s,
         "ttft_s": record.ttft_s,
         "e2e_s": record.e2e_s,
-        "itl_s": [float(gap) for gap in record.itl_s],
+        "itl_median_s": summary.median_s if summary else None,
+        "itl_max_s": summary.max_s if summary else None,
+        "itl_count": summary.count if summary else 0,
         "tpot_s": record.tpot_s,
         "queue_wait_s": record.queue_wait_s,
         "prefill_s": record.prefill_s,
@@ -165,6 +181,41 @@ def record_to_dict(record: RequestRecord) -> dict[str, Any]:
         "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source,
     }
+    if keep_gaps and len(record.itl_s):
+        row["itl_s"] = [float(gap) for gap in record.itl_s]
+    return row
+
+
+def records_to_dicts(
+    records: Sequence[RequestRecord], *, keep_gaps: bool = True
+) -> list[dict[str, Any]]:
+    """:func:`record_to_dict` for a run's records, the gap summaries computed at once."""
+    summaries = summarise([r.itl_s for r in records], [r.itl_summary for r in records])
+    return [
+        record_to_dict(record, summary, keep_gaps=keep_gaps)
+        for record, summary in zip(records, summaries, strict=True)
+    ]
+
+
+# Written for people and other tools, derived from the other fields by every reader.
+DERIVED_FIELDS = ("ttft_s", "e2e_s", "tpot_s", "after_queue_s", "unattributed_s")
+_NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
+
+
+def baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A request row as a saved baseline keeps it: the gaps' summary instead of the gaps,
+    no derived fields, times rounded to the nanosecond (about a tenth of the full row)."""
+    compact = {
+        name: round(value, _NANOSECOND_DIGITS) if type(value) is float else value
+        for name, value in row.items()
+        if name not in DERIVED_FIELDS and name != "itl_s"
+    }
+    gaps = row.get("itl_s")
+    if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:  # an older row
+        compact["itl_median_s"] = round(float(np.median(gaps)), _NANOSECOND_DIGITS)
+        compact["itl_max_s"] = round(float(max(gaps)), _NANOSECOND_DIGITS)
+        compact["itl_count"] = len(gaps)
+    return compact
 
 
 def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
@@ -188,6 +239,7 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
     # and this is most of the time spent reading one after the JSON parse itself.
     if not isinstance(gaps, list) or not {type(gap) for gap in gaps} <= _NUMBER_TYPES:
         raise ValueError("itl_s must be a list of numbers")
+    summary = None if gaps else _gap_summary(row)
     status_text = row.get("status")
     if status_text not in _STATUS_VALUES:
         raise ValueError(f"status must be one of {', '.join(Status)}, got {status_text!r}")
@@ -200,8 +252,24 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
         status=status,
         output_tokens_source=source,
         itl_s=np.asarray(gaps, dtype=np.float64),
+        itl_summary=summary,
         **values,
     )
+
+
+def _gap_summary(row: Mapping[str, Any]) -> GapSummary | None:
+    """The stored summary of a row without gaps; None when it had no gap."""
+    count = _integer(row, "itl_count", required=False)
+    if not count:
+        return None
+    median = _number(row, "itl_median_s", required=True)
+    largest = _number(row, "itl_max_s", required=True)
+    assert median is not None and largest is not None  # required=True
+    if count < 0 or largest < median:
+        raise ValueError(
+            f"itl_count {count}, itl_median_s {median}, itl_max_s {largest}: inconsistent"
+        )
+    return GapSummary(median, largest, count)
 
 
 def _integer(row: Mapping[str, Any], name: str, *, required: bool) -> int | None:
@@ -244,9 +312,12 @@ class StoredRun:
 
 
 def read_runs(path: Path) -> list[StoredRun]:
-    """Every run of a ``pytest-latency/1`` file in file order; RunFileError otherwise."""
+    """Every run of a ``pytest-latency/1`` file (gzipped or not) in file order.
+
+    RunFileError names the file and what is wrong with it.
+    """
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = decode(path.read_bytes())
     except FileNotFoundError:
         raise RunFileError(f"{path}: no such file") from None
     except (OSError, ValueError) as error:
@@ -291,9 +362,15 @@ def _stored_run(path: Path, index: int, run: object) -> StoredRun:
 
 
 def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
-    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing."""
-    document = {"schema": RUN_SCHEMA, "runs": list(runs)}
+    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing.
+
+    Each request is one line (a 10,000-request run stays readable with ``grep`` and
+    small); a name ending in ``.gz`` is gzipped. OSError or ValueError (a non-finite
+    number) leave any earlier file as it was.
+    """
+    document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
+    data = encode(document, gzipped=path.name.endswith(".gz"))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(document, indent=1, allow_nan=False), encoding="utf-8")
+    tmp.write_bytes(data)
     tmp.replace(path)

@@ -59,6 +59,8 @@ class LatencyResult:
     # Set by the pytest side: raises when the plan could never decide the objectives
     # (UndecidablePlan), before assert_slo judges them.
     plan_check: Callable[[Sequence[Objective]], object] | None = None
+    # The key this run is stored and looked up under in baselines (pytest_latency.keys).
+    baseline_key: str = ""
 
     @property
     def offered(self) -> int:

@@ -17,7 +17,7 @@ from pytest_latency._options import LatencyOptions
 from pytest_latency.interrupts import interrupt_reason
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
-from pytest_latency.spec import Objective, ServerSpec, Workload
+from pytest_latency.spec import Objective, ServerSpec, SpecError, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_latency.workload import Plan
 
 RunListener = Callable[["LatencyResult"], None]
+_OUTCOME_ORDER = ("passed", "inconclusive", "failed", "error")
 
 
 def _server_key(spec: ServerSpec) -> tuple[object, ...]:
@@ -67,7 +68,12 @@ class LatencySession:
             from pytest_latency.baseline import load_baseline
 
             self.baseline = load_baseline(options.baseline)
-        self.saved_baseline: list[str] = []  # what --latency-save-baseline did, to print
+        self.output_lines: list[str] = []  # what writing --latency-json and the baseline did
+        self.run_nodes: list[str] = []  # the pytest test of each run, as ``runs``
+        self.test_outcomes: dict[str, str] = {}  # pytest node id -> passed/failed/error
+        self._nodes_with_runs: set[str] = set()
+        self._key_owners: dict[str, str] = {}  # baseline key -> the test that uses it
+        self._run_key_bases: list[str] = []  # each run's key before numbering
         self.error_budget: SessionBudget | None = None
         if options.error_control == "session":
             from pytest_latency.result import SessionBudget
@@ -197,11 +203,15 @@ class LatencySession:
         test: str,
         server: ServerSpec | None = None,
         keep_seed: bool = False,
+        key: str | None = None,
+        node: str | None = None,
     ) -> LatencyResult:
         """Offer ``workload`` to the server open loop and return every request's record.
 
         ``--latency-seed`` replaces the workload's seed unless ``keep_seed`` (ABBA blocks
-        carry seeds already derived from it).
+        carry seeds already derived from it). ``key`` is the run's baseline key before
+        numbering (:mod:`pytest_latency.keys`; default ``test``); ``node`` the pytest
+        test whose outcome is the run's when it decides no objective (default ``test``).
         """
         from pytest_latency.analysis.health import check_generator
         from pytest_latency.gate import enforce
@@ -210,6 +220,7 @@ class LatencySession:
 
         __tracebackhide__ = True
         workload = self._seeded(workload, keep_seed)
+        baseline_key = self.next_key(key or test, node or test)  # before any load is sent
         info = self.server(server)
         plan = build_plan(workload)
         interrupted, outcome, series = self._drive(plan, self._target(info, workload), info.kind)
@@ -236,8 +247,9 @@ class LatencySession:
         result.plan_check = lambda objectives: self.check_plan(
             workload, objectives, test=test, keep_seed=True, sent=True
         )
+        result.baseline_key = baseline_key
         self._attach_baseline(result)
-        self.runs.append(result)
+        self._keep(result, node or test, key or test)
         if interrupted is not None:
             raise interrupted  # the run is kept for the JSON (interrupted: true)
         if self._on_run is not None:
@@ -259,6 +271,13 @@ class LatencySession:
                 max_body_bytes=self.options.max_body_bytes,
             ),
         )
+
+    def _keep(self, result: LatencyResult, node: str, key: str) -> None:
+        """Add a finished (or interrupted) run to the session's runs, for the reports."""
+        self.runs.append(result)
+        self.run_nodes.append(node)
+        self._nodes_with_runs.add(node)
+        self._run_key_bases.append(key)
 
     def _drive(
         self, plan: Plan, target: Target, kind: str
@@ -295,20 +314,47 @@ class LatencySession:
         except KeyboardInterrupt as stop:  # the records are complete, only spans are missing
             return None, stop
 
+    def next_key(self, key: str, node: str) -> str:
+        """The baseline key of ``node``'s next run: ``key``, numbered after earlier runs.
+
+        SpecError when another test already uses ``key`` (two tests given one id).
+        """
+        from pytest_latency.keys import numbered
+
+        owner = self._key_owners.setdefault(key, node)
+        if owner != node:
+            raise SpecError(
+                f"baseline key {key!r} is used by two tests, {owner} and {node}: give each"
+                " its own id"
+            )
+        return numbered([*self._run_key_bases, key])[-1]
+
+    def baseline_problem(self, key: str) -> str | None:
+        """Why relative objectives of the run keyed ``key`` cannot be decided, if so."""
+        if self.baseline is None:
+            if self.options.save_baseline is not None:
+                return None  # the first run of a baseline: inconclusive, and saved
+            return (
+                "relative objectives (max_regression) need a baseline: pass"
+                " --latency-baseline PATH (create one with --latency-save-baseline PATH)"
+            )
+        from pytest_latency.errors import BaselineKeyError
+
+        try:
+            self.baseline.lookup(key)
+        except BaselineKeyError as error:
+            return str(error)
+        return None
+
     def _attach_baseline(self, result: LatencyResult) -> None:
         """Give ``result`` its stored runs, or the reason they are not comparable."""
-        if self.baseline is None:
+        result.baseline_problem = self.baseline_problem(result.baseline_key)
+        if self.baseline is None or result.baseline_problem:
             return
-        from pytest_latency.baseline import mismatches, run_keys
+        from pytest_latency.baseline import mismatches
 
-        key = run_keys([*(run.test for run in self.runs), result.test])[-1]
-        stored = self.baseline.runs.get(key)
-        if not stored:
-            known = ", ".join(self.baseline.keys()[:10]) or "none"
-            result.baseline_problem = (
-                f"{self.baseline.path} holds no run for {key!r} (it holds: {known})"
-            )
-            return
+        key = result.baseline_key
+        stored = self.baseline.lookup(key)
         server = result.server
         identity = {"kind": server.kind, "model": server.model, "api": server.api}
         differing = mismatches(stored[-1], result.workload.to_json(), identity)
@@ -321,6 +367,23 @@ class LatencySession:
             return
         result.baseline_runs = [run.records for run in stored]
 
+    def note_outcome(self, node: str, outcome: str) -> None:
+        """Keep the worst outcome of a test that ran load: passed < inconclusive (skipped)
+        < failed < error. A run that decides no objective reports its test's."""
+        if node not in self._nodes_with_runs:
+            return
+        earlier = self.test_outcomes.get(node, "passed")
+        self.test_outcomes[node] = max(earlier, outcome, key=_OUTCOME_ORDER.index)
+
+    def outcomes(self) -> list[str]:
+        """Each run's outcome (report/json_report.py ``run_outcome``), as ``runs``."""
+        from pytest_latency.report.json_report import run_outcome
+
+        return [
+            run_outcome(run, self.test_outcomes.get(node))
+            for run, node in zip(self.runs, self.run_nodes, strict=True)
+        ]
+
     def stop_servers(self) -> None:
         """Stop every server this session started (containers removed); idempotent."""
         self._servers.clear()
@@ -331,6 +394,26 @@ class LatencySession:
             self.stop_servers()
         finally:
             self.telemetry.close()
+
+
+def phase_outcome(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str:
+    """One phase's outcome for :meth:`LatencySession.note_outcome`.
+
+    A failure in setup or teardown, or a latency error other than failed objectives (a
+    bad spec, a missing baseline, a server that did not start), is an error.
+    """
+    from pytest_latency.errors import LatencyError, LatencyObjectiveError
+
+    if report.skipped:
+        return "inconclusive"
+    if not report.failed:
+        return "passed"
+    error = call.excinfo.value if call.excinfo is not None else None
+    if report.when != "call" or (
+        isinstance(error, LatencyError) and not isinstance(error, LatencyObjectiveError)
+    ):
+        return "error"
+    return "failed"
 
 
 SESSION_KEY = pytest.StashKey[LatencySession]()

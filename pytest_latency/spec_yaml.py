@@ -15,6 +15,7 @@ from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency._yaml_lines import LineList as _List
 from pytest_latency._yaml_lines import LineLoader as _Loader
 from pytest_latency._yaml_lines import LineMap as _Map
+from pytest_latency.keys import check_id
 from pytest_latency.spec import (
     ARRIVALS,
     Arrival,
@@ -47,6 +48,7 @@ class SloSpec:
     objectives: tuple[Objective, ...]
     server: ServerSpec | None
     markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
+    id: str | None = None  # the baseline key, instead of the file's path (keys.py)
 
 
 class _Context:
@@ -300,7 +302,7 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("server", "workload", "objectives", "description", "markers")
+_TOP_KEYS = ("id", "server", "workload", "objectives", "description", "markers")
 
 
 def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
@@ -380,6 +382,12 @@ def load_slo_file(path: Path) -> SloSpec:
         if "markers" in top
         else ()
     )
+    spec_id = context.field(top, "id", "", check_id) if "id" in top else None
     return SloSpec(
-        path=path, workload=workload, objectives=objectives, server=server, markers=markers
+        path=path,
+        workload=workload,
+        objectives=objectives,
+        server=server,
+        markers=markers,
+        id=spec_id,
     )

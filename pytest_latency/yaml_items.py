@@ -50,13 +50,25 @@ class SloItem(pytest.Item):
         # The run happens in setup, so a run that cannot be trusted (server down, generator
         # behind) is reported as an error, and only a decided objective as a failure.
         from pytest_latency.gate import check_valid
+        from pytest_latency.keys import key_for_test, project_root
 
         session = self.config.stash[SESSION_KEY]
+        root = project_root(self.path, self.config.inipath, self.config.rootpath)
+        key = key_for_test(root, self.path, self.nodeid, self.spec.id)
         problem = None
         try:
-            # Before any server starts or any request is sent: can the plan decide at all?
+            # Before any server starts or any request is sent: can the plan decide at
+            # all, and is there a baseline for its relative objectives?
             session.check_plan(self.spec.workload, self.spec.objectives, test=self.nodeid)
-            self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
+            relative = [goal for goal in self.spec.objectives if goal.relative]
+            baseline_problem = (
+                session.baseline_problem(session.next_key(key, self.nodeid)) if relative else None
+            )
+            if baseline_problem:
+                raise SpecError(f"{relative[0].label}: {baseline_problem}")
+            self.result = session.run(
+                self.spec.workload, test=self.nodeid, server=self.spec.server, key=key
+            )
             check_valid(self.result)
         except (ServerStartError, SpecError, LatencyRunInvalid) as error:
             problem = str(error)

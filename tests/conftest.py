@@ -21,3 +21,16 @@ def server() -> Iterator[ScriptedServer]:
         yield scripted
     finally:
         scripted.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def written_json_matches_the_schema(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """After the session, every JSON file the plugin wrote in a test folder is checked
+    against docs/schema/pytest-latency-1.json (a failure shows as the last test's error)."""
+    yield
+    from json_schema import invalid_files
+
+    failures = invalid_files(tmp_path_factory.getbasetemp())
+    assert not failures, "files that break the JSON schema:\n" + "\n".join(failures)

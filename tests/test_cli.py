@@ -12,19 +12,27 @@ from typing import Any
 
 import numpy as np
 import pytest
+from json_schema import assert_valid_run_file
 
-from pytest_latency.records import RequestRecord, Status, record_to_dict
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+from pytest_latency.records import RequestRecord, Status, write_runs
+from pytest_latency.report import json_report
+from pytest_latency.result import LatencyResult
+from pytest_latency.servers.base import ServerInfo
+from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec import objective as make_objective
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST = "tests/test_serving.py::test_chat"
-WORKLOAD = {
-    "seed": 7,
-    "input_tokens": [20, 40],
-    "output_tokens": 8,
-    "timeout_s": 10.0,
-    "phases": [{"name": "steady", "arrival": "poisson", "rate": 20.0, "duration_s": 20.0}],
-}
-SERVER = {"kind": "url", "url": "http://127.0.0.1:8000", "model": "tiny", "api": "chat"}
+WORKLOAD_SPEC = Workload(
+    phases=(Phase("steady", rate=20, duration_s=20),),
+    seed=7,
+    input_tokens=(20, 40),
+    output_tokens=8,
+    timeout_s=10,
+)
+WORKLOAD = WORKLOAD_SPEC.to_json()
+SERVER = ServerInfo("url", "http://127.0.0.1:8000", "tiny")
 TTFT_P95_UNDER_1S = "objectives:\n  - {metric: ttft, p: 95, max: 1s, phase: steady}\n"
 
 
@@ -56,23 +64,30 @@ def make_records(median_ttft_s: float, count: int = 400, seed: int = 1) -> list[
 
 
 def run_dict(records: list[RequestRecord], **changes: Any) -> dict[str, Any]:
-    """A ``--latency-json`` run, with stored summaries that claim a pass (never trusted)."""
-    run: dict[str, Any] = {
-        "test": TEST,
-        "server": SERVER,
-        "workload": WORKLOAD,
-        "interrupted": False,
-        "generator": {"valid": True, "reasons": []},
-        "phases": [{"name": "steady", "offered": 1, "completed": 1, "failed": 0}],
-        "objectives": [{"metric": "ttft", "p": 95, "max_s": 1.0, "verdict": "pass"}],
-        "requests": [record_to_dict(record) for record in records],
-    }
+    """A ``--latency-json`` run as the plugin writes it, whose stored objective claims a
+    pass (judge never trusts it)."""
+    test = changes.pop("test", TEST)
+    result = LatencyResult(
+        test=test, server=SERVER, workload=WORKLOAD_SPEC, records=records,
+        started_at_unix=0.0, elapsed_s=20.0, baseline_key=test,
+    )  # fmt: skip
+    claim = ObjectiveResult(
+        make_objective("ttft", p=95, max="1s"), Verdict.PASS, 0.1, 0.0, 0.2, 1, 0.99, ""
+    )
+    result.objective_results.append(claim)
+    run = json_report.run_dict(result)
     run.update(changes)
     return run
 
 
-def write_file(path: Path, *runs: dict[str, Any]) -> Path:
-    path.write_text(json.dumps({"schema": "pytest-latency/1", "runs": list(runs)}))
+def write_file(path: Path, *runs: dict[str, Any], valid: bool = True) -> Path:
+    """The runs as the plugin writes them (checked against the schema), or, with
+    ``valid=False``, a hand-made file for the judge to refuse."""
+    if valid:
+        write_runs(path, runs)
+        assert_valid_run_file(path)
+    else:
+        path.write_text(json.dumps({"schema": "pytest-latency/1", "runs": list(runs)}))
     return path
 
 
@@ -105,8 +120,11 @@ def test_a_fast_run_passes_and_out_json_has_every_objective_field(
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
     document = json.loads(out.read_text())
     assert document["schema"] == "pytest-latency/1"
-    (run,) = document["runs"]
-    assert set(run) == {"test", "objectives"} and run["test"] == TEST
+    (run,) = assert_valid_run_file(out)["runs"]
+    assert set(run) == {
+        "test", "baseline_key", "outcome", "inconclusive_policy", "workload", "objectives"
+    }  # fmt: skip
+    assert run["test"] == TEST and run["outcome"] == "passed" and run["workload"] == WORKLOAD
     ttft, errors = run["objectives"]
     assert ttft["metric"] == "ttft" and ttft["p"] == 95 and ttft["phase"] == "steady"
     assert ttft["verdict"] == "pass" and ttft["max_s"] == 1.0 and ttft["n"] == 400
@@ -146,7 +164,12 @@ def test_inconclusive_does_not_fail_the_command(tmp_path: Path) -> None:
 def test_an_invalid_run_is_judged_invalid_with_the_generator_reason(
     tmp_path: Path, objectives: Path
 ) -> None:
-    behind = {"valid": False, "reasons": ["schedule lag p99 80ms exceeds 50ms"]}
+    behind = {
+        "valid": False,
+        "reasons": ["schedule lag p99 80ms exceeds 50ms"],
+        "schedule_lag_p99_s": 0.08,
+        "shortfall": {"steady": 0.0},
+    }
     runs = write_file(
         tmp_path / "run.json",
         run_dict(make_records(2.0), generator=behind),
@@ -257,7 +280,8 @@ def test_a_malformed_request_is_a_usage_error_naming_it(tmp_path: Path) -> None:
     run["requests"][3]["itl_s"] = [0.01, True]  # validation survives the fast gap check
     objectives = tmp_path / "objectives.yaml"
     objectives.write_text(TTFT_P95_UNDER_1S)
-    result = judge(write_file(tmp_path / "run.json", run), "--objectives", objectives)
+    run_file = write_file(tmp_path / "run.json", run, valid=False)
+    result = judge(run_file, "--objectives", objectives)
     assert result.returncode == 2
     assert "requests[3]: itl_s must be a list of numbers" in result.stderr
 
@@ -311,12 +335,12 @@ def test_judge_repeats_the_plugins_verdicts_on_its_json(pytester: pytest.Pyteste
     spec = pytester.makefile(".slo.yaml", chat=E2E_SPEC)
     outcome = pytester.runpytest("--latency-json", "latency.json", "-p", "no:randomly")
     outcome.assert_outcomes(failed=1)  # a TTFT under 1 ms cannot hold
-    (stored,) = json.loads((pytester.path / "latency.json").read_text())["runs"]
+    (stored,) = assert_valid_run_file(pytester.path / "latency.json")["runs"]
     verdicts = [objective["verdict"] for objective in stored["objectives"]]
     assert verdicts[:2] == ["pass", "fail"] and len(verdicts) == 4
     out = pytester.path / "judged.json"
     result = judge("latency.json", "--objectives", spec, "--json", out, cwd=pytester.path)
     assert result.returncode == 1, result.stderr
-    (judged,) = json.loads(out.read_text())["runs"]
-    assert judged["test"] == stored["test"]
+    (judged,) = assert_valid_run_file(out)["runs"]
+    assert judged["test"] == stored["test"] and judged["outcome"] == stored["outcome"] == "failed"
     assert judged["objectives"] == stored["objectives"]  # the same numbers and reasons

@@ -1,10 +1,10 @@
 """The shipped example against the embedded server: the seed lesson's spike, read from JSON."""
 
-import json
 import shutil
 from pathlib import Path
 
 import numpy as np
+from json_schema import assert_valid_run_file
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "student_assistant.slo.yaml"
 
@@ -13,7 +13,7 @@ def test_example_burst_grows_ttft_by_queueing_while_itl_barely_moves(pytester):
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--latency-json", "latency.json")
     result.assert_outcomes(passed=1)
-    (run,) = json.loads((pytester.path / "latency.json").read_text())["runs"]
+    (run,) = assert_valid_run_file(pytester.path / "latency.json")["runs"]
     requests = run["requests"]
     phases = {phase["name"]: phase for phase in run["phases"]}
     assert len(requests) == phases["steady"]["offered"] + phases["burst"]["offered"]

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from interrupting import interrupt, pytest_argv
+from json_schema import assert_valid_run_file
 from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 SPEC = """\
@@ -49,8 +50,9 @@ def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_
     finally:
         child.kill()
     assert child.returncode == 2, output  # pytest's "interrupted"
-    (run,) = json.loads((tmp_path / "run.json").read_text())["runs"]
+    (run,) = assert_valid_run_file(tmp_path / "run.json")["runs"]
     assert run["interrupted"] is True and "Ctrl-C" in run["interrupted_reason"]
+    assert run["outcome"] == "interrupted"
     assert len(run["requests"]) == 30  # one record per offered request, sent or not
     statuses = {request["status"] for request in run["requests"]}
     assert statuses == {"cancelled"}

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import compress
 from operator import attrgetter
 
 import numpy as np
 
-from pytest_latency.analysis.samples import gap_statistic
+from pytest_latency.analysis.samples import request_gap_statistic
 from pytest_latency.records import RequestRecord, Status
 
 STATUSES: tuple[Status, ...] = tuple(Status)
@@ -35,7 +34,7 @@ class Columns:
     sent: np.ndarray  # NaN: never sent
     first: np.ndarray  # NaN: no content token
     end: np.ndarray
-    itl: tuple[Sequence[float], ...]  # the records' own gap arrays, not copied
+    itl_median: np.ndarray  # each request's median gap; NaN: no gap
 
     @classmethod
     def from_records(cls, records: Sequence[RequestRecord], phases: Sequence[str] = ()) -> Columns:
@@ -63,7 +62,7 @@ class Columns:
             sent=float_column(records, "sent_s"),
             first=float_column(records, "first_token_s"),
             end=float_column(records, "end_s"),
-            itl=tuple(map(attrgetter("itl_s"), records)),
+            itl_median=request_gap_statistic(records, "median"),
         )
 
     def in_phase(self, name: str) -> np.ndarray:
@@ -94,8 +93,7 @@ class Columns:
 
     def itl_per_request(self, mask: np.ndarray) -> np.ndarray:
         """Each request's median gap in ``mask`` (``inf`` where it failed), as verdicts see it."""
-        selected = mask.tolist()
-        medians = gap_statistic(list(compress(self.itl, selected)), "median")
+        medians = self.itl_median[mask]  # a copy: boolean indexing
         medians[~self.ok[mask]] = np.inf
         present: np.ndarray = medians[~np.isnan(medians)]
         return present

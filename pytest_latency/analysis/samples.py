@@ -22,10 +22,10 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Literal
 
 import numpy as np
 
+from pytest_latency.gaps import GapStatistic, gap_statistics
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec import METRICS
 
@@ -33,7 +33,6 @@ LATENCY_METRICS: tuple[str, ...] = tuple(metric for metric in METRICS if metric 
 
 # Reported by the server (or derived from its reports), not measured by the client.
 SERVER_METRICS = frozenset({"queue_wait", "prefill", "decode", "after_queue", "unattributed"})
-GapStatistic = Literal["median", "max"]
 # Per-request values, by the record attribute that holds them (ITL is special: a list).
 _ATTRIBUTES = {
     "ttft": "ttft_s",
@@ -61,24 +60,6 @@ class Series:
         return int(self.values.size)
 
 
-def gap_statistic(
-    gap_arrays: Sequence[Sequence[float] | np.ndarray], kind: GapStatistic
-) -> np.ndarray:
-    """Each request's median (or largest) inter-token gap; NaN where it has no gap.
-
-    Requests with the same number of gaps are stacked and reduced in one numpy call, so
-    a million records cost a few passes, not a million calls.
-    """
-    lengths = np.fromiter(map(len, gap_arrays), dtype=np.int64, count=len(gap_arrays))
-    result = np.full(lengths.size, math.nan)
-    reduce = np.median if kind == "median" else np.max
-    for length in np.unique(lengths[lengths > 0]):
-        rows = np.flatnonzero(lengths == length)
-        stacked = np.asarray([gap_arrays[int(row)] for row in rows], dtype=np.float64)
-        result[rows] = reduce(stacked, axis=1)
-    return result
-
-
 def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     ordered = list(records)
     if any(b.intended_s < a.intended_s for a, b in pairwise(ordered)):
@@ -86,10 +67,17 @@ def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     return ordered
 
 
+def request_gap_statistic(records: Sequence[RequestRecord], kind: GapStatistic) -> np.ndarray:
+    """Each record's median (or largest) gap: from its gaps, or the summary a baseline kept."""
+    return gap_statistics(
+        [record.itl_s for record in records], [record.itl_summary for record in records], kind
+    )
+
+
 def _completed_values(records: Sequence[RequestRecord], metric: str) -> np.ndarray:
     """The metric of each record as if it completed; NaN where undefined."""
     if metric in _GAP_STATISTICS:
-        return gap_statistic([record.itl_s for record in records], _GAP_STATISTICS[metric])
+        return request_gap_statistic(records, _GAP_STATISTICS[metric])
     attribute = _ATTRIBUTES[metric]
     return np.fromiter(
         (

@@ -1,4 +1,7 @@
-"""The ``--latency-json`` document: schema ``pytest-latency/1`` (docs/metrics.md).
+"""The ``--latency-json`` document and saved baselines: schema ``pytest-latency/1``.
+
+docs/json.md describes every field; ``docs/schema/pytest-latency-1.json`` is its JSON
+Schema.
 
 Non-finite numbers (an unbounded confidence limit, a percentile of nothing) are written
 as null: JSON has no infinity, and a reader must not mistake a missing bound for a value.
@@ -15,13 +18,15 @@ from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.summary import PhaseSummary
-from pytest_latency.analysis.verdict import ObjectiveResult
-from pytest_latency.baseline import merge_for_save, run_keys
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+from pytest_latency.baseline import SaveReport, merge_for_save, run_keys
 from pytest_latency.records import (
     RUN_SCHEMA,
     RequestRecord,
+    baseline_row,
+    plugin_version,
     read_runs,
-    record_to_dict,
+    records_to_dicts,
     write_runs,
 )
 from pytest_latency.result import LatencyResult
@@ -107,9 +112,53 @@ def server_identity(run: LatencyResult) -> dict[str, Any]:
     }
 
 
-def run_dict(run: LatencyResult) -> dict[str, Any]:
+OUTCOMES = ("passed", "failed", "inconclusive", "error", "interrupted")
+
+
+def run_outcome(run: LatencyResult, test_outcome: str | None = None) -> str:
+    """How the run ended, one of :data:`OUTCOMES` (docs/json.md).
+
+    Decided by the run itself: cut short, invalid (the generator fell behind), or its
+    objectives' verdicts (a failed one first, then an inconclusive one, whatever the
+    inconclusive policy made of it). A run that decided no objective takes its test's
+    outcome (``test_outcome``: passed, failed, error, or inconclusive for a skipped test);
+    unknown, it is an error.
+    """
+    if run.interrupted is not None:
+        return "interrupted"
+    verdicts = {result.verdict for result in run.objective_results}
+    if (run.health is not None and not run.health.valid) or Verdict.INVALID in verdicts:
+        return "error"
+    if Verdict.FAIL in verdicts:
+        return "failed"
+    if test_outcome == "error":
+        return "error"
+    if Verdict.INCONCLUSIVE in verdicts:
+        return "inconclusive"
+    if verdicts:
+        return "passed"
+    return test_outcome if test_outcome in ("passed", "failed", "inconclusive") else "error"
+
+
+def run_dict(
+    run: LatencyResult,
+    *,
+    outcome: str | None = None,
+    keep_gaps: bool = True,
+    key: str | None = None,
+) -> dict[str, Any]:
+    """One run as the JSON object of a document's ``runs`` (docs/json.md).
+
+    ``outcome``: the run's outcome (default: :func:`run_outcome` without the test's);
+    without ``keep_gaps`` requests keep their gap summaries only (a saved baseline);
+    ``key``: the baseline key when the run has none (made outside a session).
+    """
     return {
         "test": run.test,
+        "baseline_key": run.baseline_key or key or run.test,
+        "outcome": outcome or run_outcome(run),
+        "inconclusive_policy": run.inconclusive_policy,
+        "plugin_version": plugin_version(),
         "server": {
             **server_identity(run),
             "cold_start_s": run.server.cold_start_s,
@@ -130,25 +179,79 @@ def run_dict(run: LatencyResult) -> dict[str, Any]:
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
-        "requests": [record_to_dict(record) for record in run.records],
+        "requests": records_to_dicts(run.records, keep_gaps=keep_gaps),
     }
 
 
-def write_json(path: Path, runs: Sequence[LatencyResult]) -> None:
-    """Write every run of the session; the parent folder is created if missing."""
-    write_runs(path, [run_dict(run) for run in runs])
+def write_json(
+    path: Path, runs: Sequence[LatencyResult], outcomes: Sequence[str] | None = None
+) -> None:
+    """Write every run of the session (``outcomes``: each run's, as :func:`run_outcome`)."""
+    chosen = outcomes if outcomes is not None else [run_outcome(run) for run in runs]
+    write_runs(
+        path,
+        [
+            run_dict(run, outcome=outcome, key=key)
+            for run, outcome, key in zip(runs, chosen, _default_keys(runs), strict=True)
+        ],
+    )
 
 
-def save_baseline(path: Path, runs: Sequence[LatencyResult], history: int = 1) -> list[str]:
+def _default_keys(runs: Sequence[LatencyResult]) -> list[str]:
+    """Keys for runs made outside a session (no ``baseline_key``): numbered test ids."""
+    return run_keys([run.test for run in runs])
+
+
+def save_baseline(
+    path: Path,
+    runs: Sequence[LatencyResult],
+    history: int = 1,
+    outcomes: Sequence[str] | None = None,
+) -> list[str]:
     """Merge this session's valid runs into the baseline file at ``path``; say what happened.
 
-    Other tests' runs in the file are kept, so saving after ``-k`` wipes nothing.
+    Other tests' runs in the file are kept, so saving after ``-k`` wipes nothing. Requests
+    keep their gap summaries, not every gap. Returns the lines to print. RunFileError
+    when ``path`` exists but is not a run file (it is left as it was); OSError when it
+    cannot be written.
     """
+    if not runs:
+        return [f"latency baseline {path}: not written: no latency test ran in this session"]
+    chosen = outcomes if outcomes is not None else [run_outcome(run) for run in runs]
     keyed = [
-        {**run_dict(run), "baseline_key": key}
-        for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True)
+        run_dict(run, outcome=outcome, keep_gaps=False, key=key)
+        for run, outcome, key in zip(runs, chosen, _default_keys(runs), strict=True)
     ]
     existing = [run.document for run in read_runs(path)] if path.exists() else []
-    merged, messages = merge_for_save(existing, keyed, history)
-    write_runs(path, merged)
-    return [f"latency baseline {path}: {message}" for message in messages]
+    merged, report = merge_for_save(existing, keyed, history)
+    if report.saved:
+        write_runs(path, [_stored_run(run) for run in merged])
+    return save_lines(path, report)
+
+
+# Run fields older files lack: null in the runs carried over from them (unknown).
+_RECORDED_SINCE_0_1 = ("outcome", "inconclusive_policy", "plugin_version")
+
+
+def _stored_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A run as a baseline keeps it (compact requests); older runs get null for fields
+    their writer did not record."""
+    unknown = {name: None for name in _RECORDED_SINCE_0_1 if name not in run}
+    return {**run, **unknown, "requests": list(map(baseline_row, run["requests"]))}
+
+
+def save_lines(path: Path, report: SaveReport) -> list[str]:
+    """What saving a baseline did, for the terminal: where, and per key what."""
+    if not report.saved:
+        head = f"latency baseline {path}: not written: no run of this session could be saved"
+    else:
+        head = (
+            f"latency baseline saved to {path.resolve()}: {len(report.new)} new,"
+            f" {len(report.updated)} updated, {report.kept} other key(s) kept as they were"
+        )
+    lines = [head]
+    lines += [f"  new       {key}" for key in report.new]
+    lines += [f"  updated   {key} ({count} run(s) of history)" for key, count in report.updated]
+    lines += [f"  renamed   {old} -> {new}" for old, new in report.renamed]
+    lines += [f"  not saved {key}: {why}" for key, why in report.refused]
+    return lines
