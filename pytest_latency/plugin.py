@@ -139,17 +139,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         item.stash[RUNS_BEFORE] = len(session.runs)
 
 
-@pytest.hookimpl(tryfirst=True)  # before the teardown report copies user_properties
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
-    """Objective verdicts into ``--junitxml`` (report/junit.py), once per test."""
-    session = _latency_session(item.config)
-    if call.when != "teardown" or session is None or not item.config.getoption("xmlpath", None):
-        return
-    from pytest_latency.report.junit import add_junit_properties
-
-    add_junit_properties(item, session.runs)
-
-
 def pytest_report_header(config: pytest.Config) -> str | None:
     session = _latency_session(config)
     if session is None:
@@ -163,9 +152,14 @@ def pytest_report_header(config: pytest.Config) -> str | None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Note each latency test's outcome: a run that decides no objective reports it."""
-    report = yield
+    """Verdicts into ``--junitxml`` (before the teardown report copies user_properties),
+    and each latency test's outcome: a run that decides no objective reports it."""
     session = _latency_session(item.config)
+    if session is not None and call.when == "teardown" and item.config.getoption("xmlpath", None):
+        from pytest_latency.report.junit import add_junit_properties
+
+        add_junit_properties(item, session.runs)
+    report = yield
     if session is not None and session.runs:
         from pytest_latency.session import phase_outcome
 
