@@ -28,6 +28,7 @@ import anyio
 import anyio.to_thread
 
 from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan
@@ -87,8 +88,13 @@ class _Worker:
             return None
 
 
-def run_workers(plan: Plan, target: Target, workers: int) -> DriveResult:
-    """Drive ``plan`` from ``workers`` processes; complete records even if one dies."""
+def run_workers(
+    plan: Plan, target: Target, workers: int, progress: ProgressListener | None = None
+) -> DriveResult:
+    """Drive ``plan`` from ``workers`` processes; complete records even if one dies.
+
+    ``progress`` hears the schedule's progress (completions are counted in the workers).
+    """
     if not SHARED_CLOCK:
         raise RuntimeError("workers need perf_counter on CLOCK_MONOTONIC (Linux)")
     context = multiprocessing.get_context("spawn")
@@ -112,7 +118,10 @@ def run_workers(plan: Plan, target: Target, workers: int) -> DriveResult:
             if worker.ready:
                 worker.channel.send(t0)
         bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
-        _collect(pool, time.monotonic() + bound_s)
+        schedule = ScheduleProgress([r.intended_s for r in plan.requests], plan.duration_s)
+        schedule.t0_ns = t0
+        with reporting(schedule, progress):
+            _collect(pool, time.monotonic() + bound_s)
     except KeyboardInterrupt as exc:
         for worker in pool:
             worker.failure = worker.failure or "run interrupted"
