@@ -15,6 +15,8 @@ import pytest
 from pytest_latency._options import add_options, read_options
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from pytest_latency.session import LatencySession
 
 
@@ -30,6 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_latency import fixtures
+    from pytest_latency.report.progress import TerminalProgress
     from pytest_latency.session import SESSION_KEY, LatencySession
     from pytest_latency.telemetry.hub import ReceiverUnavailable
 
@@ -40,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
             options,
             on_run=lambda result: config.hook.pytest_latency_run_finished(result=result),
             kind_hook=lambda name: config.hook.pytest_latency_server_kind(name=name),
+            progress=TerminalProgress(config),
         )
     except ReceiverUnavailable as error:
         raise pytest.UsageError(f"--latency-otlp-receiver: {error}") from None
@@ -125,19 +129,38 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return f"latency: server={where} inconclusive={session.options.inconclusive}"
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A latency failure's first line (its failed objectives) is the short summary's."""
+    report = yield
+    if call.excinfo is not None and report.failed:
+        from pytest_latency.errors import LatencyError  # imports nothing else
+
+        if isinstance(call.excinfo.value, LatencyError):
+            from pytest_latency.gate import shorten_report
+            from pytest_latency.yaml_items import SloItem
+
+            shorten_report(report, call.excinfo.value, spec_item=isinstance(item, SloItem))
+    return report
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     session = _latency_session(terminalreporter.config)
     if session is None or not session.runs:
         return
-    from pytest_latency.report.terminal import format_run
+    from pytest_latency.report.terminal import format_summary
+    from pytest_latency.report.wrapping import wrap
 
     terminalreporter.write_sep("=", "latency summary")
-    for run in session.runs:
-        for line in format_run(run):
-            terminalreporter.write_line(line)
+    width = terminalreporter.config.get_terminal_writer().fullwidth
+    notes = list(session.saved_baseline)
     if session.options.json_path is not None:
-        terminalreporter.write_line(f"latency JSON: {session.options.json_path}")
-    for line in session.saved_baseline:
+        notes.insert(0, f"latency JSON: {session.options.json_path}")
+    for line in format_summary(session.runs, width) + [
+        line for note in notes for line in wrap(note, width, hanging="  ")
+    ]:
         terminalreporter.write_line(line)
 
 

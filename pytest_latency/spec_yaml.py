@@ -86,6 +86,7 @@ class SloSpec:
     workload: Workload
     objectives: tuple[Objective, ...]
     server: ServerSpec | None
+    objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
 
 
 class _Context:
@@ -364,4 +365,5 @@ def load_slo_file(path: Path) -> SloSpec:
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
-    return SloSpec(path=path, workload=workload, objectives=objectives, server=server)
+    lines = tuple(top["objectives"].item_lines)
+    return SloSpec(path, workload, objectives, server, objective_lines=lines)

@@ -46,17 +46,25 @@ class SloItem(pytest.Item):
     def setup(self) -> None:
         # The run happens in setup, so a run that cannot be trusted (server down, generator
         # behind) is reported as an error, and only a decided objective as a failure.
-        from pytest_latency.gate import check_valid
+        from pytest_latency.gate import check_valid, terminal_width
 
         session = self.config.stash[SESSION_KEY]
         self.result = session.run(self.spec.workload, test=self.nodeid, server=self.spec.server)
-        check_valid(self.result)
+        check_valid(self.result, terminal_width(self.config))
 
     def runtest(self) -> None:
-        from pytest_latency.gate import enforce
+        from pytest_latency.gate import enforce, terminal_width, user_path
 
         assert self.result is not None  # set by setup
-        enforce(self.result, self.result.evaluate(self.spec.objectives))
+        # Warnings point at each objective's line of this file.
+        path = user_path(self.path, self.config.invocation_params.dir)
+        lines = dict(zip(self.spec.objectives, self.spec.objective_lines, strict=False))
+        enforce(
+            self.result,
+            self.result.evaluate(self.spec.objectives),
+            width=terminal_width(self.config),
+            locate=lambda objective: (path, lines.get(objective, 1)),
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid

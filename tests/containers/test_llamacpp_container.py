@@ -82,7 +82,10 @@ def test_spec_file_runs_steady_and_burst_against_the_real_server(
 
 @pytest.mark.usefixtures("no_leftovers")
 def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover(
-    pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
+    pytester: pytest.Pytester,
+    docker_client: Any,
+    llamacpp_image: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytester.makepyfile(
         """
@@ -126,6 +129,8 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
             result.assert_slo(objective("error_rate", max="5%"))
         """
     )
+    # Wide enough that the exit line is not wrapped (the summary fits the terminal width).
+    monkeypatch.setenv("COLUMNS", "250")
     result = pytester.runpytest("--latency-server=llamacpp", "--latency-json", "run.json")
     result.assert_outcomes(failed=1)
     exited = "*SERVER EXITED DURING THE RUN: container * exited with code 137*"
