@@ -34,6 +34,9 @@ from pytest_latency.spec import Objective
 if TYPE_CHECKING:
     from pytest_latency.result import LatencyResult
 
+# What a failure shows as its message alone: our errors, and our warnings turned into
+# errors (``-W error::pytest_latency.LatencyInconclusiveWarning``).
+REPORTED_AS_TEXT = (LatencyError, LatencyInconclusiveWarning, LatencyComparisonWarning)
 Location = tuple[str, int]  # (file as the user knows it, 1-based line)
 Locate = Callable[[Objective], Location]
 _PACKAGE = str(Path(__file__).resolve().parent) + os.sep
@@ -74,8 +77,8 @@ def enforce(
         pytest.skip(skip_reason(undecided))
     for result in undecided:
         text = (
-            f"{result.objective.label}: inconclusive, and the test passes under"
-            " --latency-inconclusive warn; the latency summary gives the estimate and why"
+            f"{result.objective.label}: inconclusive; --latency-inconclusive warn lets the"
+            " test pass; see the latency summary"
         )
         _warn(LatencyInconclusiveWarning, text, where(result.objective), width)
 
@@ -142,7 +145,7 @@ def shorten_report(report: pytest.TestReport, error: BaseException, spec_item: b
     """Make the short summary (and a CI log, which shows the crash message untrimmed)
     carry our message's first line: the failed objectives, without the exception's
     type name before them. A spec file's failure is its text alone, in every phase."""
-    if not isinstance(error, LatencyError) or not report.failed:
+    if not isinstance(error, REPORTED_AS_TEXT) or not report.failed:
         return
     text = str(error)
     if spec_item:

@@ -136,9 +136,14 @@ def pytest_runtest_makereport(
     """A latency failure's first line (its failed objectives) is the short summary's."""
     report = yield
     if call.excinfo is not None and report.failed:
-        from pytest_latency.errors import LatencyError  # imports nothing else
+        from pytest_latency import errors  # imports nothing else
 
-        if isinstance(call.excinfo.value, LatencyError):
+        ours = (
+            errors.LatencyError,
+            errors.LatencyInconclusiveWarning,
+            errors.LatencyComparisonWarning,
+        )
+        if isinstance(call.excinfo.value, ours):
             from pytest_latency.gate import shorten_report
             from pytest_latency.yaml_items import SloItem
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_latency.servers import ServerStartError
 from pytest_latency.session import SESSION_KEY
 from pytest_latency.spec import SpecError
 
@@ -67,10 +66,9 @@ class SloItem(pytest.Item):
         )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid
+        from pytest_latency.gate import REPORTED_AS_TEXT
 
-        known = LatencyObjectiveError | LatencyRunInvalid | ServerStartError | SpecError
-        if isinstance(excinfo.value, known):
+        if isinstance(excinfo.value, REPORTED_AS_TEXT):  # our errors, and warnings under -W error
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style))
 

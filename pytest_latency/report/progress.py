@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_latency.report.wrapping import wrap
+
 if TYPE_CHECKING:
     from pytest_latency.driver.progress import Progress
 
@@ -36,14 +38,14 @@ def format_progress(progress: Progress) -> str:
         return done
     head = f"latency {progress.elapsed_s:.0f}s of {progress.duration_s:.0f}s: "
     if progress.completed is None:
-        counts = f"{progress.sent}/{progress.planned} due by the schedule (workers count the rest)"
+        counts = f"{progress.sent}/{progress.planned} due (workers count the rest)"
     else:
         counts = (
             f"sent {progress.sent}/{progress.planned}, completed {progress.completed},"
             f" in flight {progress.in_flight}"
         )
     left = progress.time_left_s
-    tail = f", {left:.0f}s left" if left > 0 else ", all sent; waiting for the last responses"
+    tail = f", {left:.0f}s left" if left > 0 else ", all sent"
     return head + counts + tail
 
 
@@ -91,7 +93,9 @@ class TerminalProgress:
             if on_terminal:
                 self._rewrite(reporter, text)
             else:
-                reporter.write_line(text)
+                width = self._config.get_terminal_writer().fullwidth
+                for line in wrap(text, width, hanging="  "):
+                    reporter.write_line(line)
                 reporter.flush()
 
     def _rewrite(self, reporter: Any, text: str) -> None:
