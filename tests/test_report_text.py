@@ -101,3 +101,16 @@ def test_compact_tables_fit_80_columns_and_the_wide_one_needs_room() -> None:
     header, steady = compact[0].split(), compact[1].split()
     assert header[4:7] == ["target/s", "planned/s", "sent/s"]
     assert steady[4:7] == ["5.00", "4.88", "4.88"]  # 195 planned in 40 s: 4.88/s
+
+
+def test_an_invalid_run_says_why_on_its_first_line() -> None:
+    from types import SimpleNamespace
+
+    from pytest_latency.report.failure import invalid_message
+
+    run = SimpleNamespace(test="tests/test_checkout.py::test_checkout_under_a_burst_of_traffic")
+    reasons = ["schedule lag p99 80.0ms exceeds 50.0ms", "burst: 20% of requests sent late"]
+    lines = invalid_message(run, reasons, 80).splitlines()  # type: ignore[arg-type]
+    assert lines[0] == "latency run invalid: schedule lag p99 80.0ms exceeds 50.0ms"
+    assert lines[1] == "  burst: 20% of requests sent late"
+    assert all(len(line) <= 76 for line in lines)  # pytest puts "E   " before each

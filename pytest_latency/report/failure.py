@@ -64,9 +64,11 @@ def skip_reason(undecided: Sequence[ObjectiveResult]) -> str:
 def invalid_message(run: LatencyResult, reasons: Sequence[str], width: int) -> str:
     """Why a run decides nothing: the generator did not offer the planned load."""
     width -= MESSAGE_MARGIN
-    lines = wrap(f"latency run invalid ({run.test}): the planned load was not offered", width)
-    for reason in reasons:
+    first, *others = reasons or ["the planned load was not offered"]
+    lines = wrap(f"latency run invalid: {first}", width)  # the short summary's line
+    for reason in others:
         lines.extend(wrap(reason, width, "  "))
+    lines.extend(wrap(f"in {run.test}: nothing was decided", width, "  "))
     lines.extend(
         wrap("Lower the rate, use more workers, or run on a quieter machine.", width, "  ")
     )
