@@ -16,6 +16,8 @@ import pytest
 from pytest_latency._options import add_options, read_options
 
 if TYPE_CHECKING:
+    from collections.abc import Generator
+
     from pytest_latency._options import LatencyOptions
     from pytest_latency.session import LatencySession
 
@@ -32,6 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_latency import fixtures
+    from pytest_latency.report.progress import TerminalProgress
     from pytest_latency.session import SESSION_KEY, LatencySession
     from pytest_latency.telemetry.hub import ReceiverUnavailable
 
@@ -43,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
             options,
             on_run=lambda result: config.hook.pytest_latency_run_finished(result=result),
             kind_hook=lambda name: config.hook.pytest_latency_server_kind(name=name),
+            progress=TerminalProgress(config),
         )
     except ReceiverUnavailable as error:
         raise pytest.UsageError(f"--latency-otlp-receiver: {error}") from None
@@ -153,7 +157,8 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Verdicts into ``--junitxml`` (before the teardown report copies user_properties),
-    and each latency test's outcome: a run that decides no objective reports it."""
+    each latency test's outcome (a run that decides no objective reports it), and a
+    latency failure's first line (its failed objectives) as the short summary's."""
     session = _latency_session(item.config)
     if session is not None and call.when == "teardown" and item.config.getoption("xmlpath", None):
         from pytest_latency.report.junit import add_junit_properties
@@ -164,21 +169,34 @@ def pytest_runtest_makereport(
         from pytest_latency.session import phase_outcome
 
         session.note_outcome(item.nodeid, phase_outcome(report, call))
+    if call.excinfo is not None and report.failed:
+        _shorten(item, report, call.excinfo.value)
     return report
+
+
+def _shorten(item: pytest.Item, report: pytest.TestReport, error: BaseException) -> None:
+    from pytest_latency import errors  # imports nothing else
+
+    ours = (errors.LatencyError, errors.LatencyInconclusiveWarning, errors.LatencyComparisonWarning)
+    if isinstance(error, ours):
+        from pytest_latency.gate import shorten_report
+        from pytest_latency.yaml_items import SloItem
+
+        shorten_report(report, error, spec_item=isinstance(item, SloItem))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     session = _latency_session(terminalreporter.config)
     if session is None or not (session.runs or session.output_lines):
         return
-    terminalreporter.write_sep("=", "latency summary")
-    if session.runs:
-        from pytest_latency.report.terminal import format_run
+    from pytest_latency.report.terminal import format_summary
+    from pytest_latency.report.wrapping import wrap
 
-        for run in session.runs:
-            for line in format_run(run):
-                terminalreporter.write_line(line)
-    for line in session.output_lines:
+    terminalreporter.write_sep("=", "latency summary")
+    width = terminalreporter.config.get_terminal_writer().fullwidth
+    for line in format_summary(session.runs, width) + [
+        line for note in session.output_lines for line in wrap(note, width, hanging="  ")
+    ]:
         terminalreporter.write_line(line)
 
 

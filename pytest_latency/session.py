@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pytest_latency.analysis.planning import ObjectivePower
     from pytest_latency.baseline import Baseline
     from pytest_latency.driver import DriveResult, Target
+    from pytest_latency.driver.progress import ProgressListener
     from pytest_latency.result import LatencyResult, SessionBudget
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
@@ -53,10 +54,12 @@ class LatencySession:
         options: LatencyOptions,
         on_run: RunListener | None = None,
         kind_hook: KindLookup | None = None,
+        progress: ProgressListener | None = None,
     ) -> None:
         """``kind_hook``: the ``pytest_latency_server_kind`` hook, asked for a kind's
-        name before the built-in kinds."""
+        name before the built-in kinds; ``progress`` hears each run's progress."""
         self.options = options
+        self.progress = progress
         self._kind_hook = kind_hook
         self.runs: list[LatencyResult] = []
         self._on_run = on_run
@@ -293,7 +296,11 @@ class LatencySession:
             with self.telemetry.observe(target.base_url, kind) as observation:
                 try:
                     outcome = run_plan(
-                        plan, target, self.telemetry.client_spans, workers=self.options.workers
+                        plan,
+                        target,
+                        self.telemetry.client_spans,
+                        workers=self.options.workers,
+                        progress=self.progress,
                     )
                 except RunInterrupted as stop:  # keep what was measured, then stop pytest
                     interrupted, outcome = stop, stop.result

@@ -49,6 +49,7 @@ class SloSpec:
     server: ServerSpec | None
     markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
     id: str | None = None  # the baseline key, instead of the file's path (keys.py)
+    objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
 
 
 class _Context:
@@ -390,4 +391,5 @@ def load_slo_file(path: Path) -> SloSpec:
         server=server,
         markers=markers,
         id=spec_id,
+        objective_lines=tuple(top["objectives"].item_lines),
     )

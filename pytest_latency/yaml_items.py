@@ -49,7 +49,7 @@ class SloItem(pytest.Item):
     def setup(self) -> None:
         # The run happens in setup, so a run that cannot be trusted (server down, generator
         # behind) is reported as an error, and only a decided objective as a failure.
-        from pytest_latency.gate import check_valid
+        from pytest_latency.gate import check_valid, terminal_width
         from pytest_latency.keys import key_for_test, project_root
 
         session = self.config.stash[SESSION_KEY]
@@ -69,23 +69,30 @@ class SloItem(pytest.Item):
             self.result = session.run(
                 self.spec.workload, test=self.nodeid, server=self.spec.server, key=key
             )
-            check_valid(self.result)
+            check_valid(self.result, terminal_width(self.config))
         except (ServerStartError, SpecError, LatencyRunInvalid) as error:
             problem = str(error)
         if problem is not None:  # the message is the report: the plugin's frames hide it
             pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
-        from pytest_latency.gate import enforce
+        from pytest_latency.gate import enforce, terminal_width, user_path
 
         assert self.result is not None  # set by setup
-        enforce(self.result, self.result.evaluate(self.spec.objectives))
+        # Warnings point at each objective's line of this file.
+        path = user_path(self.path, self.config.invocation_params.dir)
+        lines = dict(zip(self.spec.objectives, self.spec.objective_lines, strict=False))
+        enforce(
+            self.result,
+            self.result.evaluate(self.spec.objectives),
+            width=terminal_width(self.config),
+            locate=lambda objective: (path, lines.get(objective, 1)),
+        )
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        from pytest_latency.gate import LatencyObjectiveError, LatencyRunInvalid
+        from pytest_latency.gate import REPORTED_AS_TEXT
 
-        known = LatencyObjectiveError | LatencyRunInvalid | ServerStartError | SpecError
-        if isinstance(excinfo.value, known):
+        if isinstance(excinfo.value, REPORTED_AS_TEXT):  # our errors, and warnings under -W error
             return str(excinfo.value)
         return str(super().repr_failure(excinfo, style))
 

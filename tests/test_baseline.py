@@ -166,7 +166,7 @@ def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
     spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="12s")))
     saved = pytester.runpytest("--latency-save-baseline", "base.json")
     saved.assert_outcomes(passed=1)  # no baseline yet: inconclusive, a warning
-    assert "no baseline for this test" in saved.stdout.str()
+    assert "no baseline for this test" in " ".join(saved.stdout.str().split())  # wrapped
     assert "latency baseline saved to " in saved.stdout.str()
     assert "  new       gate.slo.yaml::gate" in saved.stdout.str()
     document = assert_valid_run_file(pytester.path / "base.json")
@@ -180,8 +180,9 @@ def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
     spec.write_text(textwrap.dedent(SPEC.format(decode=0.008, seed=1, duration="12s")))
     slower = pytester.runpytest("--latency-baseline", "base.json")
     slower.assert_outcomes(failed=1)
-    assert "FAIL e2e p50 <= baseline +10%" in slower.stdout.str()
-    assert "candidate/baseline ratio" in slower.stdout.str()
+    text = " ".join(slower.stdout.str().split())  # lines wrap at the terminal's width
+    assert "FAIL e2e p50 <= baseline +10%" in text
+    assert "candidate/baseline ratio" in text
 
 
 def test_a_baseline_of_another_workload_is_an_error_unless_allowed(pytester):

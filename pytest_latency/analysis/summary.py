@@ -37,6 +37,16 @@ class PhaseSummary:
     statuses: dict[str, int] = field(default_factory=dict)
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
 
+    @property
+    def planned_rate(self) -> float:
+        """The rate this run's plan drew for the phase: its requests over its duration.
+
+        Poisson arrivals scatter around ``target_rate``; ``offered_rate`` (sent within
+        the phase) is compared with this, not with the target, to see a generator fall
+        behind.
+        """
+        return self.offered / self.duration_s if self.duration_s > 0 else 0.0
+
 
 def summarise_phase(
     phase: Phase, windows: Sequence[tuple[float, float]], columns: Columns

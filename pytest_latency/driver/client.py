@@ -26,6 +26,7 @@ from anyio.abc import TaskGroup
 from pytest_latency.driver.fast import FastTransport
 from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.limits import ResponseLimits, check_deadline
+from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
@@ -179,10 +180,26 @@ class Run:
         self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts
         self.started_at_unix = 0.0
         self.elapsed_s = 0.0
+        self.launched = 0  # requests started so far (read by the progress poller)
+        self._live_sender: Sender | None = None
         self._driven = False
 
     def result(self) -> DriveResult:
         return DriveResult(self.records, self.started_at_unix, self.elapsed_s, self.started_ns)
+
+    def progress(self) -> Progress | None:
+        """Counters so far, for a reporter on another thread; None before time zero."""
+        sender, started_ns = self._live_sender, self.started_ns
+        if sender is None or not started_ns:
+            return None
+        elapsed_s = self.elapsed_s or max(0.0, (time.perf_counter_ns() - started_ns) / 1e9)
+        return Progress(
+            planned=len(self.records),
+            sent=self.launched,
+            completed=sender.finished,
+            elapsed_s=elapsed_s,
+            duration_s=self.plan.duration_s,
+        )
 
     async def drive(self, client: httpx.AsyncClient | None = None) -> DriveResult:
         """Warm up, then offer every request at its planned time; wait for all to end."""
@@ -198,6 +215,8 @@ class Run:
             await anyio.lowlevel.checkpoint()
             self.started_ns = sender.t0_ns = await self._time_zero()
             self.started_at_unix = time.time()
+            sender.finished = 0  # warm-up requests do not count
+            self._live_sender = sender
             async with anyio.create_task_group() as tasks:
                 await self._launch(tasks, sender)
         finally:
@@ -258,6 +277,7 @@ class Run:
                     break
                 await anyio.lowlevel.checkpoint()
             tasks.start_soon(sender.send, request, record, planned_ns)
+            self.launched += 1
 
     async def _warm(self, sender: Sender) -> None:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""

@@ -10,6 +10,7 @@ import anyio
 import httpx
 
 from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.progress import ProgressListener, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.workers import run_workers
 from pytest_latency.workload.plan import Plan
@@ -33,19 +34,26 @@ async def drive(
 
 
 def run_plan(
-    plan: Plan, target: Target, spans: ClientSpans | None = None, *, workers: int = 1
+    plan: Plan,
+    target: Target,
+    spans: ClientSpans | None = None,
+    *,
+    workers: int = 1,
+    progress: ProgressListener | None = None,
 ) -> DriveResult:
     """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
 
     ``spans`` carries the client spans (and their exporter); by default spans are made
     for trace context only and not exported. ``workers > 1`` splits the plan across that
     many processes (:mod:`.workers`); their spans carry trace context but are not exported.
+    ``progress`` hears sent/completed counts from a thread of its own (:mod:`.progress`).
     """
     if workers > 1:
-        return run_workers(plan, target, workers)
+        return run_workers(plan, target, workers, progress)
     run = Run(plan, target, spans)
     try:
-        anyio.run(run.drive)
+        with reporting(run.progress, progress):
+            anyio.run(run.drive)
     except KeyboardInterrupt as exc:
         raise RunInterrupted(run.result()) from exc
     return run.result()

@@ -73,6 +73,7 @@ class Sender:
     limits: ResponseLimits = field(default_factory=ResponseLimits)
     secrets: tuple[Secret, ...] = field(default=(), repr=False)  # hidden in error texts
     t0_ns: int = 0
+    finished: int = 0  # requests whose send ended (any status), for progress reports
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
 
@@ -107,6 +108,7 @@ class Sender:
                 await self._exchange(record, content, headers, request.prompt)
         finally:
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
+            self.finished += 1
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.
             record.itl_s = np.asarray(record.itl_s, dtype=np.float64)
         if record.status is UNDECIDED:

@@ -28,6 +28,7 @@ import anyio
 import anyio.to_thread
 
 from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan
@@ -90,9 +91,12 @@ class _Worker:
             return None
 
 
-def run_workers(plan: Plan, target: Target, workers: int) -> DriveResult:
+def run_workers(
+    plan: Plan, target: Target, workers: int, progress: ProgressListener | None = None
+) -> DriveResult:
     """Drive ``plan`` from ``workers`` processes; complete records even if one dies.
 
+    ``progress`` hears the schedule's progress (completions are counted in the workers).
     Ctrl-C (or SIGTERM, see :mod:`pytest_latency.interrupts`) raises
     :class:`RunInterrupted` with the records, also when it lands while the finished
     workers are being joined: what they sent back is kept.
@@ -110,7 +114,10 @@ def run_workers(plan: Plan, target: Target, workers: int) -> DriveResult:
                 if worker.ready:
                     worker.channel.send(t0)
             bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
-            _collect(pool, time.monotonic() + bound_s)
+            schedule = ScheduleProgress([r.intended_s for r in plan.requests], plan.duration_s)
+            schedule.t0_ns = t0
+            with reporting(schedule, progress):
+                _collect(pool, time.monotonic() + bound_s)
         finally:
             _stop(pool)
     except KeyboardInterrupt as exc:

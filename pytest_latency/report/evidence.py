@@ -1,4 +1,9 @@
-"""Human-readable evidence for one objective: verdict, estimate with bounds, slowest requests."""
+"""Human-readable evidence for one objective: verdict, estimate with bounds, slowest requests.
+
+Where each piece prints (so that each prints once): :func:`verdict_text` in the latency
+summary, :func:`headline` first in a failed test's message (pytest's short summary shows
+that line), :func:`slowest_requests` under it.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
 from pytest_latency.analysis.samples import record_value
-from pytest_latency.analysis.verdict import ObjectiveResult, slowest
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, slowest
 from pytest_latency.records import RequestRecord
 
 
@@ -45,25 +50,68 @@ def format_estimate(result: ObjectiveResult) -> str:
     )
 
 
-def describe(
+def _limit(seconds: float) -> str:
+    """A limit as the spec would write it: ``700ms``, ``2.5s``."""
+    return f"{seconds:g}s" if seconds >= 1.0 else f"{seconds * 1e3:g}ms"
+
+
+def _scope(result: ObjectiveResult) -> str:
+    objective = result.objective
+    scope = [objective.phase] if objective.phase else []
+    if objective.input_tokens:
+        scope.append(f"input {objective.input_tokens[0]}-{objective.input_tokens[1]}")
+    if objective.output_tokens:
+        scope.append(f"output {objective.output_tokens[0]}-{objective.output_tokens[1]}")
+    return f" [{', '.join(scope)}]" if scope else ""
+
+
+def headline(result: ObjectiveResult) -> str:
+    """The verdict in a few words: ``ttft p95 [steady] 812.0ms > 700ms (bounds 760.0ms..880.0ms)``.
+
+    What a failed test's short summary line shows, so it starts with the objective.
+    """
+    objective = result.objective
+    name = objective.metric if objective.p is None else f"{objective.metric} p{objective.p:g}"
+    name += _scope(result)
+    if objective.relative:
+        assert objective.max_regression is not None
+        value = f"{result.estimate_s:.3g}x baseline"
+        limit = f"+{objective.max_regression:.0%}"
+        bounds = f"{result.lower_s:.3g}..{result.upper_s:.3g}"
+    elif objective.metric == "error_rate":
+        value, limit = f"{result.estimate_s:.2%} failed", f"{objective.max_s or 0.0:.2%}"
+        bounds = f"{result.lower_s:.2%}..{result.upper_s:.2%}"
+    else:
+        value, limit = format_seconds(result.estimate_s), _limit(objective.max_s or 0.0)
+        bounds = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
+    if result.verdict is Verdict.FAIL:
+        return f"{name} {value} > {limit} (bounds {bounds})"
+    return f"{name} {value}, {result.verdict.value} against {limit} (bounds {bounds})"
+
+
+def slowest_requests(
     result: ObjectiveResult,
     records: Sequence[RequestRecord],
     trace_url_template: str | None,
-    slowest_count: int = 5,
-) -> str:
-    """Several lines: the objective, its verdict and why, then the slowest requests."""
-    lines = [
-        f"{result.verdict.value.upper()} {result.objective.label}: {format_estimate(result)}; "
-        f"{result.reason}"
-    ]
-    lines.extend(f"    WARNING: {caveat}" for caveat in result.warnings)
+    count: int = 5,
+) -> list[str]:
+    """The slowest requests in the objective's scope, each with its trace (one line each)."""
     metric = result.objective.metric
-    for record in slowest(records, metric, slowest_count):
+    lines = []
+    for record in slowest(records, metric, count):
         value = record_value(record, metric)
         shown = record.status.value if value is None else format_seconds(value)
         error = f" ({record.status.value}: {record.error})" if not record.ok else ""
         lines.append(
-            f"    request #{record.id} [{record.phase}] {shown}{error}, "
+            f"request #{record.id} [{record.phase}] {shown}{error}, "
             f"{trace_link(record.trace_id, trace_url_template)}"
         )
-    return "\n".join(lines)
+    return lines
+
+
+def verdict_text(result: ObjectiveResult) -> str:
+    """The verdict in full: label, estimate with bounds and n, and why when not a pass."""
+    text = f"{result.objective.label}: {format_estimate(result)}"
+    if result.verdict is not Verdict.PASS:
+        text += f"; {result.reason}"
+    return text

@@ -1,76 +1,87 @@
-"""The terminal summary of a run: one row per phase, the boundary stated above the table."""
+"""The latency summary: per run its tables, telemetry, diagnosis and every verdict.
+
+Every line fits the terminal width (``COLUMNS`` or the terminal's; see
+:mod:`.wrapping` for the one exception, tokens longer than a line). This is the one
+place where verdicts (estimate, bounds, n, reason) and the diagnosis print; a failed
+test's message names its failed objectives and their slowest requests, and warnings
+say only what the policy did and where (:mod:`pytest_latency.gate`).
+"""
 
 from __future__ import annotations
 
-from pytest_latency._units import format_seconds
+from collections.abc import Sequence
+
 from pytest_latency.analysis.attribution import attribute, describe_attribution
-from pytest_latency.analysis.diagnosis import format_findings
-from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
-from pytest_latency.report.evidence import format_estimate
+from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
+from pytest_latency.report.evidence import verdict_text
+from pytest_latency.report.tables import RATE_LEGEND, phase_tables
+from pytest_latency.report.wrapping import wrap
 from pytest_latency.result import LatencyResult
 
-_BOUNDARY = (
-    "client-side, from each request's planned send time; failed requests count as unbounded;"
-    " ITL is each request's median gap"
+BOUNDARY = (
+    "boundary: client-side, from each request's planned send time; failed requests count"
+    " as unbounded; ITL is each request's median gap"
 )
+_VERDICT_COLUMN = 13  # "INCONCLUSIVE " and the objective after it line up
 
 
-def format_run(run: LatencyResult) -> list[str]:
-    """Lines describing one run: header, per-phase table, objective verdicts."""
+def format_summary(runs: Sequence[LatencyResult], width: int) -> list[str]:
+    """The whole latency summary: what every table means (once), then each run."""
+    lines = [*wrap(BOUNDARY, width), *wrap(RATE_LEGEND, width)]
+    diagnosed = False
+    for run in runs:
+        findings = run.diagnosis()
+        lines.extend(format_run(run, width, findings))
+        diagnosed = diagnosed or bool(findings)
+    if diagnosed:
+        lines.extend(wrap("diagnosis: " + CAVEAT, width))
+    return lines
+
+
+def format_run(
+    run: LatencyResult, width: int = 100, findings: Sequence[Finding] | None = None
+) -> list[str]:
+    """Lines describing one run: header, per-phase tables, telemetry, diagnosis, verdicts."""
     lines = [
-        f"{run.test}  server={run.server.kind} {run.server.url} model={run.server.model}  "
-        f"seed={run.workload.seed}  {run.offered} offered in {run.elapsed_s:.1f}s",
-        f"  boundary: {_BOUNDARY}",
+        *wrap(
+            f"{run.test}  server={run.server.kind} {run.server.url} model={run.server.model}  "
+            f"seed={run.workload.seed}  {run.offered} offered in {run.elapsed_s:.1f}s",
+            width,
+            hanging="  ",
+        )
     ]
     if run.server.cold_start_s is not None:
         lines.append(f"  server cold start (start to healthy): {run.server.cold_start_s:.1f}s")
     if run.server_exit:
-        lines.append(f"  SERVER EXITED DURING THE RUN: {run.server_exit}")
-    header = (
-        f"  {'phase':<10} {'offered':>7} {'ok':>5} {'failed':>6} {'target/s':>8} {'sent/s':>7} "
-        f"{'lag p99':>8}"
-    )
-    quantiles = "/".join(f"p{p:g}" for p in SUMMARY_PERCENTILES)
-    for metric in SUMMARY_METRICS:
-        header += f"  {metric + ' ' + quantiles:>26}"
-    lines.append(header)
-    for summary in run.summaries():
-        row = (
-            f"  {summary.name:<10} {summary.offered:>7} {summary.completed:>5} "
-            f"{summary.failed:>6} {summary.target_rate:>8.2f} {summary.offered_rate:>7.2f} "
-            f"{format_seconds(summary.schedule_lag_p99_s):>8}"
-        )
-        for metric in SUMMARY_METRICS:
-            values = "/".join(
-                format_seconds(summary.percentiles[metric][p]) for p in SUMMARY_PERCENTILES
-            )
-            row += f"  {values:>26}"
-        lines.append(row)
-        lines.append("    " + describe_attribution(attribute(run.phase_records(summary.name))))
+        lines.extend(wrap(f"SERVER EXITED DURING THE RUN: {run.server_exit}", width, "  "))
+    summaries = run.summaries()
+    lines.extend(phase_tables(summaries, width))
+    for summary in summaries:
+        attribution = describe_attribution(attribute(run.phase_records(summary.name)))
+        lines.extend(wrap(f"{summary.name}: {attribution}", width, "  "))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
         if failures:
-            lines.append(
-                "    failures: " + ", ".join(f"{name}={count}" for name, count in failures.items())
-            )
-    lines.extend(_telemetry_lines(run))
+            counts = ", ".join(f"{name}={count}" for name, count in failures.items())
+            lines.extend(wrap(f"{summary.name}: failures: {counts}", width, "  "))
+    lines.extend(_telemetry_lines(run, width))
     if run.health is not None and not run.health.valid:
-        lines.extend(f"  INVALID RUN: {reason}" for reason in run.health.reasons)
-    lines.extend(f"  diagnosis: {line}" for line in format_findings(run.diagnosis()))
+        for reason in run.health.reasons:
+            lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))
+    for finding in format_findings(run.diagnosis() if findings is None else findings):
+        lines.extend(wrap(f"diagnosis: {finding}", width, "  "))
+    hanging = " " * _VERDICT_COLUMN
     for result in run.objective_results:
-        lines.append(
-            f"  {result.verdict.value.upper():<12} {result.objective.label}: "
-            f"{format_estimate(result)}"
-        )
-        lines.extend(f"    WARNING: {caveat}" for caveat in result.warnings)
+        verdict = f"{result.verdict.value.upper():<{_VERDICT_COLUMN - 1}} "
+        lines.extend(wrap(verdict + verdict_text(result), width, "  ", hanging))
     return lines
 
 
-def _telemetry_lines(run: LatencyResult) -> list[str]:
-    lines = []
+def _telemetry_lines(run: LatencyResult, width: int) -> list[str]:
+    texts = []
     join = run.server_join
     if join is not None and join.receiver is not None:
-        lines.append(
-            f"  server spans at {join.receiver}: {join.joined}/{join.requests} requests joined"
+        texts.append(
+            f"server spans at {join.receiver}: {join.joined}/{join.requests} requests joined"
             f" (waited {join.waited_s:.1f}s; {join.unknown_traces} traces from outside the run)"
         )
     series = run.server_metrics
@@ -78,10 +89,10 @@ def _telemetry_lines(run: LatencyResult) -> list[str]:
         waiting = [value for value in series.waiting if value is not None]
         running = [value for value in series.running if value is not None]
         if waiting or running:
-            lines.append(
-                f"  server /metrics ({series.kind}, {series.scrapes} scrapes): "
+            texts.append(
+                f"server /metrics ({series.kind}, {series.scrapes} scrapes): "
                 f"waiting max {max(waiting, default=0):g}, running max {max(running, default=0):g}"
             )
         else:
-            lines.append(f"  server /metrics: no data ({series.last_error or 'not scraped'})")
-    return lines
+            texts.append(f"server /metrics: no data ({series.last_error or 'not scraped'})")
+    return [line for text in texts for line in wrap(text, width, "  ")]

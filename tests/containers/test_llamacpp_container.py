@@ -85,7 +85,10 @@ def test_spec_file_runs_steady_and_burst_against_the_real_server(
 
 @pytest.mark.usefixtures("no_leftovers")
 def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover(
-    pytester: pytest.Pytester, docker_client: Any, llamacpp_image: str
+    pytester: pytest.Pytester,
+    docker_client: Any,
+    llamacpp_image: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytester.makepyfile(
         """
@@ -145,6 +148,8 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
             result.assert_slo(objective("error_rate", max="20%"))
         """
     )
+    # Wide enough that the exit line is not wrapped (the summary fits the terminal width).
+    monkeypatch.setenv("COLUMNS", "250")
     # The subject is how a killed server's requests are classified, not whether a busy
     # machine lets the generator keep its schedule: a lag p99 over the default 50 ms
     # would make the run "invalid" and hide the exit (seen at 56-58 ms under load).
