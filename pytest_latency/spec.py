@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
 from pytest_latency import spec_checks as check
+from pytest_latency import spec_gates as gates
 from pytest_latency.errors import SpecError as SpecError  # re-exported
 from pytest_latency.spec_checks import gpu_ids as gpu_ids  # re-exported
 from pytest_latency.spec_checks import parse_gpus as parse_gpus  # re-exported
@@ -29,6 +30,7 @@ Metric = Literal[
     "after_queue",
     "unattributed",
     "error_rate",
+    gates.GateMetric,  # attainment, recovery: spec_gates.py
 ]
 
 # The Literal types are the single source of the allowed values.
@@ -225,9 +227,14 @@ class Objective:
     # A relative objective fails only when the candidate is slower than the baseline by
     # more than max_regression *and* by more than this many seconds (0: no floor).
     min_change_s: float = 0.0
+    thresholds: tuple[tuple[str, float], ...] = ()  # release gates: see spec_gates.py
+    min_value: float | None = None
+    after: str | None = None
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
+        if self.metric in gates.GATE_METRICS:
+            return gates.check_gate(self)
         if (self.max_s is None) == (self.max_regression is None):
             raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
         check.text("phase", self.phase, what=f"objective {self.metric}: phase", optional=True)
@@ -295,6 +302,8 @@ class Objective:
     def label(self) -> str:
         """The objective as reports print it: ``ttft p95 <= 700ms [steady]``."""
         where = f" [{self.scope}]" if self.scope else ""
+        if self.metric in gates.GATE_METRICS:
+            return gates.gate_label(self)
         if self.metric == "error_rate":
             return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
         if self.max_regression is not None:
@@ -352,6 +361,7 @@ def objective(
     max_ms: float | None = None,
     max_fraction: float | None = None,
     min_change_s: float | None = None,
+    **gate: str | float | None,
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
@@ -364,6 +374,8 @@ def objective(
     regression (``"2ms"``; default none). ``p`` is a percentile: 95, not 0.95.
     """
     check.choice("metric", metric, METRICS, what="objective metric")
+    if (gate_fields := gates.gate_objective_fields(metric, max, max_s, max_ms, gate)) is not None:
+        return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
     limits = objective_limits(
         metric,
         {

@@ -26,6 +26,7 @@ from pytest_latency.spec import (
     Workload,
     parse_gpus,
 )
+from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
 
 T = TypeVar("T")
 
@@ -129,6 +130,7 @@ _OBJECTIVE_KEYS = (
     "phase",
     "input_tokens",
     "output_tokens",
+    *GATE_ONLY_KEYS,  # release gates: spec_gates_yaml.py
 )
 _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
@@ -194,6 +196,8 @@ def _parse_objective(
     if "metric" not in node:
         raise context.fail(node.line, f"{key}.metric", "missing")
     metric = context.field(node, "metric", key, check.as_text)
+    if (gate := gate_objective(context, node, key, metric, phases)) is not None:
+        return gate
 
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None

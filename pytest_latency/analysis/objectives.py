@@ -6,6 +6,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from pytest_latency.analysis.attainment import decide_attainment
 from pytest_latency.analysis.cohorts import in_range, output_length
 from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, decide
@@ -41,8 +42,8 @@ def empty_cohort(
         " against the workload's"
     )
     lower, upper = -math.inf, math.inf
-    if objective.metric == "error_rate" or objective.relative:  # a fraction, a ratio
-        lower, upper = 0.0, 1.0 if objective.metric == "error_rate" else math.inf
+    if objective.metric in ("error_rate", "attainment") or objective.relative:
+        lower, upper = 0.0, math.inf if objective.relative else 1.0
     return ObjectiveResult(
         objective, Verdict.INCONCLUSIVE, math.nan, lower, upper, 0, confidence, reason,
         n_effective=0.0,
@@ -85,6 +86,8 @@ def decide_objectives(
         elif objective.relative and runs and not any(runs):
             total = sum(len(run) for run in baseline or ())
             results.append(empty_cohort(objective, total, confidence, "the baseline"))
+        elif objective.metric == "attainment":
+            results.append(decide_attainment(objective, scoped, confidence))
         elif objective.relative:
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:

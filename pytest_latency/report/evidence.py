@@ -8,6 +8,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.analysis.verdict import ObjectiveResult, slowest
 from pytest_latency.records import RequestRecord
+from pytest_latency.spec_gates import GATE_METRICS
 
 
 def trace_link(trace_id: str, template: str | None) -> str:
@@ -33,6 +34,9 @@ def format_estimate(result: ObjectiveResult) -> str:
             f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
             f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, {size})"
         )
+    if objective.metric == "attainment":
+        bounds = f"bounds {result.lower_s:.2%}..{result.upper_s:.2%}"
+        return f"{result.estimate_s:.2%} of offered requests good ({bounds}, {size})"
     if objective.metric == "error_rate":
         return (
             f"{result.estimate_s:.2%} failed (bounds {result.lower_s:.2%}..{result.upper_s:.2%}, "
@@ -58,6 +62,7 @@ def describe(
     ]
     lines.extend(f"    WARNING: {caveat}" for caveat in result.warnings)
     metric = result.objective.metric
+    metric = "ttft" if metric in GATE_METRICS else metric  # gates show their slowest TTFTs
     for record in slowest(records, metric, slowest_count):
         value = record_value(record, metric)
         shown = record.status.value if value is None else format_seconds(value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_latency._units import format_seconds
+from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import format_findings
 from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
@@ -47,6 +48,8 @@ def format_run(run: LatencyResult) -> list[str]:
             row += f"  {values:>26}"
         lines.append(row)
         lines.append("    " + describe_attribution(attribute(run.phase_records(summary.name))))
+        gates = [result.objective for result in run.objective_results]
+        lines.extend(goodput_lines(run.phase_records(summary.name), gates, summary.duration_s))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
         if failures:
             lines.append(
