@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from pytest_latency.analysis.attainment import decide_attainment
 from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.recovery import decide_recovery
 from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, decide
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
+from pytest_latency.spec import Objective, Workload
 
 ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 
@@ -70,12 +71,14 @@ def decide_objectives(
     confidence: float,
     baseline: Sequence[Sequence[RequestRecord]] | None = None,
     invalid_reason: str | None = None,
+    workload: Workload | None = None,
 ) -> list[ObjectiveResult]:
     """Decide each objective at ``confidence`` (already the per-objective confidence).
 
     ``baseline`` holds the stored runs of the same test for relative objectives;
     ``invalid_reason`` marks every result invalid (the generator fell behind, the run
-    was cut short) while keeping its numbers for the report.
+    was cut short) while keeping its numbers for the report. ``workload`` gives
+    recovery objectives the exact end of the burst phase (else it is estimated).
     """
     results = []
     for objective in objectives:
@@ -88,6 +91,8 @@ def decide_objectives(
             results.append(empty_cohort(objective, total, confidence, "the baseline"))
         elif objective.metric == "attainment":
             results.append(decide_attainment(objective, scoped, confidence))
+        elif objective.metric == "recovery":
+            results.append(decide_recovery(objective, scoped, confidence, workload))
         elif objective.relative:
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:

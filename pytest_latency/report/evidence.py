@@ -34,6 +34,9 @@ def format_estimate(result: ObjectiveResult) -> str:
             f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
             f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, {size})"
         )
+    if objective.metric == "recovery":
+        spread = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
+        return f"recovered after {format_seconds(result.estimate_s)} (episodes {spread})"
     if objective.metric == "attainment":
         bounds = f"bounds {result.lower_s:.2%}..{result.upper_s:.2%}"
         return f"{result.estimate_s:.2%} of offered requests good ({bounds}, {size})"
