@@ -235,6 +235,8 @@ class Run:
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
         clock = time.perf_counter_ns
         t0 = self.started_ns
+        cap = self.plan.workload.max_concurrency
+        slots = None if cap is None else anyio.CapacityLimiter(cap)
         for request, record in self._schedule:
             planned_ns = t0 + round(request.intended_s * 1e9)
             delay_ns = planned_ns - clock()  # from the absolute instant: no drift
@@ -244,7 +246,24 @@ class Run:
                 if clock() >= planned_ns:
                     break
                 await anyio.lowlevel.checkpoint()
-            tasks.start_soon(sender.send, request, record, planned_ns)
+            if slots is None:
+                tasks.start_soon(sender.send, request, record, planned_ns)
+            else:
+                tasks.start_soon(self._send_in_slot, sender, request, record, planned_ns, slots)
+
+    @staticmethod
+    async def _send_in_slot(
+        sender: Sender,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        slots: anyio.CapacityLimiter,
+    ) -> None:
+        """Send once one of ``max_concurrency`` slots is free (FIFO); the wait is recorded
+        and stays in the latency, which is measured from the planned send time."""
+        async with slots:
+            record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
+            await sender.send(request, record, planned_ns)
 
     async def _warm(self, sender: Sender) -> None:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""

@@ -41,7 +41,7 @@ def run_plan(
     for trace context only and not exported. ``workers > 1`` splits the plan across that
     many processes (:mod:`.workers`); their spans carry trace context but are not exported.
     """
-    if workers > 1:
+    if workers > 1 and plan.workload.max_concurrency is None:  # one cap needs one process
         return run_workers(plan, target, workers)
     run = Run(plan, target, spans)
     try:

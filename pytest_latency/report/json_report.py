@@ -15,6 +15,7 @@ from pytest_latency.analysis.attainment import phase_goodput
 from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
+from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult
 from pytest_latency.baseline import merge_for_save, run_keys
@@ -80,6 +81,7 @@ def _phase(
         },
         "server_attribution": _attribution(attribute(records)),
         "goodput": [row.to_json() for row in goodput],  # one per attainment objective
+        "slot_wait_s": slot_wait_summary(records),  # null without max_concurrency
     }
 
 

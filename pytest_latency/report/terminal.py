@@ -6,6 +6,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import format_findings
+from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.result import LatencyResult
@@ -50,6 +51,7 @@ def format_run(run: LatencyResult) -> list[str]:
         lines.append("    " + describe_attribution(attribute(run.phase_records(summary.name))))
         gates = [result.objective for result in run.objective_results]
         lines.extend(goodput_lines(run.phase_records(summary.name), gates, summary.duration_s))
+        lines.extend(slot_wait_line(run.phase_records(summary.name)))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
         if failures:
             lines.append(
