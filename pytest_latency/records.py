@@ -20,6 +20,8 @@ import numpy as np
 from pytest_latency.errors import RunFileError as RunFileError  # re-exported
 
 RUN_SCHEMA = "pytest-latency/1"
+# The error of every request a phase's stop rule kept from being sent (status cancelled).
+STOPPED_EARLY = "stopped early: "
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
 

@@ -20,6 +20,7 @@ from pytest_latency.spec_phase import MAX_DURATION_S as MAX_DURATION_S  # re-exp
 from pytest_latency.spec_phase import MAX_RATE as MAX_RATE  # re-exported
 from pytest_latency.spec_phase import Arrival as Arrival  # re-exported
 from pytest_latency.spec_phase import Phase as Phase  # re-exported
+from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec_phase import burst as burst  # re-exported
 from pytest_latency.spec_phase import steady as steady  # re-exported
 from pytest_latency.spec_units import objective_limits
@@ -169,6 +170,7 @@ class Workload:
                     "duration_s": phase.duration_s,
                     "burstiness": phase.burstiness,
                     **({"rate_to": phase.rate_to} if phase.rate_to is not None else {}),
+                    **({"stop": phase.stop.to_json()} if phase.stop is not None else {}),
                 }
                 for phase in self.phases
             ],

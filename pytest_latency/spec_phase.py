@@ -8,10 +8,12 @@ A step schedule is a list of phases, one per step (docs/specs.md "Arrival shapes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
 from pytest_latency import spec_checks as check
+from pytest_latency._units import parse_fraction
 
 Arrival = Literal["constant", "poisson", "gamma", "ramp"]
 # The Literal type is the single source of the allowed values.
@@ -20,6 +22,54 @@ ARRIVALS: tuple[str, ...] = get_args(Arrival)
 MAX_RATE = 100_000.0  # requests/s in one phase
 MAX_DURATION_S = 24 * 3600.0  # one phase, a cooldown, a latency limit, a min_change
 MAX_BURSTINESS = 1000.0  # gamma shape; 1 is Poisson
+
+
+@dataclass(frozen=True, slots=True)
+class StopRule:
+    """When a phase stops early; the rest of it is recorded as cancelled with the reason.
+
+    ``error_rate``: once ``after`` of the phase's requests have ended, stop when more than
+    this fraction of them failed. ``saturation``: over the phase's last ``after`` sends,
+    stop when the requests in flight grow (least-squares slope) by at least this fraction
+    of the offered rate and by at least ``MIN_SATURATION_GROWTH`` requests: the queue
+    grows without bound (docs/specs.md "Stop rules").
+    """
+
+    error_rate: float | None = None
+    saturation: float | None = None
+    after: int = 50
+
+    def __post_init__(self) -> None:
+        if self.error_rate is None and self.saturation is None:
+            raise check.FieldError("stop", "stop needs error_rate: and/or saturation:")
+        for name in ("error_rate", "saturation"):
+            value = getattr(self, name)
+            if value is not None:
+                check.number(name, value, above=0, at_most=1, what=f"stop {name}")
+        check.whole("after", self.after, 1, 1_000_000, what="stop after")
+
+    def to_json(self) -> dict[str, object]:
+        return {"error_rate": self.error_rate, "saturation": self.saturation, "after": self.after}
+
+
+MIN_SATURATION_GROWTH = 10  # requests: less growth than this is noise, not saturation
+
+
+def parse_stop(value: object) -> StopRule:
+    """``{error_rate: 20%, saturation: 50%, after: 50}`` (percentages with %); ValueError."""
+    if not isinstance(value, Mapping):
+        raise ValueError(
+            f"stop must be a mapping such as {{error_rate: 20%, after: 50}}, got {value!r}"
+        )
+    unknown = sorted(set(value) - {"error_rate", "saturation", "after"})
+    if unknown:
+        raise ValueError(f"unknown stop key {unknown[0]!r}; allowed: error_rate, saturation, after")
+    fractions = {
+        name: parse_fraction(value[name], what=f"stop {name}")
+        for name in ("error_rate", "saturation")
+        if name in value
+    }
+    return StopRule(**fractions, after=check.as_int(value.get("after", 50)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +88,7 @@ class Phase:
     arrival: Arrival = "poisson"
     burstiness: float = 1.0
     rate_to: float | None = None  # ramp: the rate at the phase's end (``rate`` at its start)
+    stop: StopRule | None = None  # stop the phase early (None: never)
 
     def __post_init__(self) -> None:
         check.text("name", self.name, what="phase name")

@@ -27,6 +27,7 @@ from pytest_latency.spec import (
     parse_gpus,
 )
 from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
+from pytest_latency.spec_phase import parse_stop
 
 T = TypeVar("T")
 
@@ -109,7 +110,7 @@ def _arrival(value: Any) -> Arrival:
     return cast(Arrival, value)
 
 
-_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to")
+_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
 _WORKLOAD_KEYS = (
     "seed",
     "input_tokens",
@@ -153,6 +154,7 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
             name=context.field(node, "name", key, check.as_text),
             rate=context.field(node, rate_key, key, check.as_number),
             rate_to=context.field(node, "to", key, check.as_number) if "to" in node else None,
+            stop=context.field(node, "stop", key, parse_stop) if "stop" in node else None,
             duration_s=context.field(node, "duration", key, check.as_positive_duration),
             arrival=context.field(node, "arrival", key, _arrival)
             if "arrival" in node

@@ -27,6 +27,7 @@ from pytest_latency.driver.fast import FastTransport
 from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.limits import ResponseLimits, check_deadline
 from pytest_latency.driver.request import Sender
+from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
 from pytest_latency.records import RequestRecord, Status
@@ -237,7 +238,11 @@ class Run:
         t0 = self.started_ns
         cap = self.plan.workload.max_concurrency
         slots = None if cap is None else anyio.CapacityLimiter(cap)
+        stops = PhaseStops(self.plan.workload)
         for request, record in self._schedule:
+            if (why := stops.reason(request.phase)) is not None:  # the phase stopped early
+                record.error = why  # stays cancelled, with the reason
+                continue
             planned_ns = t0 + round(request.intended_s * 1e9)
             delay_ns = planned_ns - clock()  # from the absolute instant: no drift
             if delay_ns > SPIN_NS:
@@ -246,24 +251,32 @@ class Run:
                 if clock() >= planned_ns:
                     break
                 await anyio.lowlevel.checkpoint()
-            if slots is None:
-                tasks.start_soon(sender.send, request, record, planned_ns)
-            else:
-                tasks.start_soon(self._send_in_slot, sender, request, record, planned_ns, slots)
+            if (why := stops.reason(request.phase)) is not None:  # stopped while we slept
+                record.error = why
+                continue
+            stops.sent(request.phase, (clock() - t0) / 1e9)
+            tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
 
     @staticmethod
-    async def _send_in_slot(
+    async def _send(
         sender: Sender,
         request: PlannedRequest,
         record: RequestRecord,
         planned_ns: int,
-        slots: anyio.CapacityLimiter,
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
     ) -> None:
-        """Send once one of ``max_concurrency`` slots is free (FIFO); the wait is recorded
-        and stays in the latency, which is measured from the planned send time."""
-        async with slots:
-            record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
-            await sender.send(request, record, planned_ns)
+        """Send now, or once one of ``max_concurrency`` slots is free (FIFO): the wait is
+        recorded and stays in the latency, which is measured from the planned send time."""
+        try:
+            if slots is None:
+                await sender.send(request, record, planned_ns)
+                return
+            async with slots:
+                record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
+                await sender.send(request, record, planned_ns)
+        finally:
+            stops.ended(record)
 
     async def _warm(self, sender: Sender) -> None:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""
