@@ -22,6 +22,8 @@ from pytest_latency.file_format import plugin_version as plugin_version  # re-ex
 from pytest_latency.gaps import GapSummary, summarise
 
 RUN_SCHEMA = "pytest-latency/1"
+# The error of every request a phase's stop rule kept from being sent (status cancelled).
+STOPPED_EARLY = "stopped early: "
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
 
@@ -77,6 +79,9 @@ class RequestRecord:
     server_timing: str | None = None  # the Server-Timing response header
     stream_timings: dict[str, object] | None = None  # llama.cpp's last-chunk ``timings``
     episode: int = 0  # which repeat of the workload's phases (``repeat: k``), from 0
+    # With ``max_concurrency``: how long it waited for a free slot after its planned send
+    # time (part of its latency, which is still measured from ``intended_s``).
+    slot_wait_s: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,8 +90,11 @@ class RequestRecord:
 
     @property
     def schedule_lag_s(self) -> float | None:
-        """How late the generator sent it (actual minus planned send time); None if unsent."""
-        return None if self.sent_s is None else self.sent_s - self.intended_s
+        """How late the generator sent it (actual minus planned send time, less any wait
+        for a concurrency slot, which is the cap's doing); None if unsent."""
+        if self.sent_s is None:
+            return None
+        return self.sent_s - self.intended_s - (self.slot_wait_s or 0.0)
 
     @property
     def ttft_s(self) -> float | None:
@@ -134,6 +142,7 @@ _INT_FIELDS = ("id", "input_tokens")
 _OPTIONAL_INT_FIELDS = ("max_tokens", "http_status", "output_tokens")
 _OPTIONAL_FLOAT_FIELDS = (
     "sent_s", "first_token_s", "end_s", "queue_wait_s", "prefill_s", "decode_s",
+    "slot_wait_s",
 )  # fmt: skip
 _OPTIONAL_TEXT_FIELDS = ("error", "server_source")
 _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is not one)
@@ -162,6 +171,7 @@ def record_to_dict(
         "http_status": record.http_status,
         "intended_s": record.intended_s,
         "sent_s": record.sent_s,
+        "slot_wait_s": record.slot_wait_s,
         "first_token_s": record.first_token_s,
         "end_s": record.end_s,
         "ttft_s": record.ttft_s,

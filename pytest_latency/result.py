@@ -137,6 +137,7 @@ class LatencyResult:
             confidence=confidence,
             baseline=self.baseline_runs,
             invalid_reason=invalid,
+            workload=self.workload,
         )
         self.objective_results.extend(results)
         return results

@@ -10,12 +10,21 @@ from dataclasses import dataclass, field
 from typing import Literal, cast, get_args
 
 from pytest_latency import spec_checks as check
+from pytest_latency import spec_gates as gates
 from pytest_latency.errors import SpecError as SpecError  # re-exported
 from pytest_latency.spec_checks import gpu_ids as gpu_ids  # re-exported
 from pytest_latency.spec_checks import parse_gpus as parse_gpus  # re-exported
+from pytest_latency.spec_phase import ARRIVALS as ARRIVALS  # re-exported
+from pytest_latency.spec_phase import MAX_BURSTINESS as MAX_BURSTINESS  # re-exported
+from pytest_latency.spec_phase import MAX_DURATION_S as MAX_DURATION_S  # re-exported
+from pytest_latency.spec_phase import MAX_RATE as MAX_RATE  # re-exported
+from pytest_latency.spec_phase import Arrival as Arrival  # re-exported
+from pytest_latency.spec_phase import Phase as Phase  # re-exported
+from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
+from pytest_latency.spec_phase import burst as burst  # re-exported
+from pytest_latency.spec_phase import steady as steady  # re-exported
 from pytest_latency.spec_units import objective_limits
 
-Arrival = Literal["constant", "poisson", "gamma"]
 Api = Literal["chat", "completions"]
 Metric = Literal[
     "ttft",
@@ -29,10 +38,10 @@ Metric = Literal[
     "after_queue",
     "unattributed",
     "error_rate",
+    gates.GateMetric,  # attainment, recovery: spec_gates.py
 ]
 
 # The Literal types are the single source of the allowed values.
-ARRIVALS: tuple[str, ...] = get_args(Arrival)
 APIS: tuple[str, ...] = get_args(Api)
 METRICS: tuple[str, ...] = get_args(Metric)
 
@@ -41,57 +50,14 @@ DEFAULT_INPUT_TOKENS = (200, 400)
 DEFAULT_OUTPUT_TOKENS = 200
 DEFAULT_SEED = 0
 MAX_REPEAT = 1000
+MAX_CONCURRENCY = 1_000_000
 # Limits (docs/specs.md "Limits"): every number in a spec is finite and inside these.
-MAX_RATE = 100_000.0  # requests/s in one phase
-MAX_DURATION_S = 24 * 3600.0  # one phase, a cooldown, a latency limit, a min_change
 MAX_PLANNED_REQUESTS = 10_000_000  # rate x duration, summed over phases and repeats
 MAX_TOKENS = 1_000_000  # input and output tokens of one request
 MAX_TIMEOUT_S = 3600.0  # per request
 MAX_WARMUP = 10_000  # warm-up requests
 MAX_SEED = 2**63 - 1  # seeds are 0..MAX_SEED
-MAX_BURSTINESS = 1000.0  # gamma shape; 1 is Poisson
 MAX_REGRESSION = 100.0  # a relative objective's max_regression, as a fraction (10000%)
-
-
-@dataclass(frozen=True, slots=True)
-class Phase:
-    """One stretch of traffic: requests arrive at ``rate`` per second for ``duration_s``.
-
-    ``burstiness`` shapes gamma arrivals as in vLLM's ``--burstiness``: 1 is Poisson,
-    below 1 is burstier, above 1 is more regular.
-    """
-
-    name: str
-    rate: float
-    duration_s: float
-    arrival: Arrival = "poisson"
-    burstiness: float = 1.0
-
-    def __post_init__(self) -> None:
-        check.text("name", self.name, what="phase name")
-        where = f"phase {self.name!r}: "
-        check.number("rate", self.rate, above=0, at_most=MAX_RATE, what=where + "rate (requests/s)")
-        check.number(
-            "duration_s", self.duration_s, above=0, at_most=MAX_DURATION_S, what=where + "duration"
-        )
-        check.choice("arrival", self.arrival, ARRIVALS, what=where + "arrival")
-        check.number(
-            "burstiness",
-            self.burstiness,
-            above=0,
-            at_most=MAX_BURSTINESS,
-            what=where + "burstiness",
-        )
-
-
-def steady(rate: float, duration_s: float, name: str = "steady") -> Phase:
-    """A steady Poisson phase (the seed's 'normal load')."""
-    return Phase(name=name, rate=rate, duration_s=duration_s, arrival="poisson")
-
-
-def burst(rate: float, duration_s: float, name: str = "burst") -> Phase:
-    """A short high-rate Poisson phase (the seed's 'short burst')."""
-    return Phase(name=name, rate=rate, duration_s=duration_s, arrival="poisson")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +75,7 @@ class Workload:
     # is an independent episode, the unit for objectives about a burst.
     repeat: int = 1
     cooldown_s: float = 0.0
+    max_concurrency: int | None = None  # requests in flight at most (None: open loop)
 
     def __post_init__(self) -> None:
         self._check_phases()
@@ -124,13 +91,15 @@ class Workload:
         check.number(
             "cooldown_s", self.cooldown_s, at_least=0, at_most=MAX_DURATION_S, what="cooldown"
         )
+        if self.max_concurrency is not None:
+            check.whole("max_concurrency", self.max_concurrency, 1, MAX_CONCURRENCY)
         if self.repeat > 1 and self.cooldown_s == 0.0:
             raise check.FieldError(
                 "cooldown_s",
                 "repeat needs a cooldown (e.g. cooldown: 10s) so that one episode's queue"
                 " drains before the next: episodes must be independent",
             )
-        planned = self.repeat * sum(phase.rate * phase.duration_s for phase in self.phases)
+        planned = self.repeat * sum(phase.mean_rate * phase.duration_s for phase in self.phases)
         if planned > MAX_PLANNED_REQUESTS:
             raise check.FieldError(
                 "phases",
@@ -191,6 +160,8 @@ class Workload:
             "ignore_eos": self.ignore_eos,
             "repeat": self.repeat,
             "cooldown_s": self.cooldown_s,
+            # Only when set, so that earlier baselines keep their fingerprint.
+            **({"max_concurrency": self.max_concurrency} if self.max_concurrency else {}),
             "phases": [
                 {
                     "name": phase.name,
@@ -198,6 +169,8 @@ class Workload:
                     "rate": phase.rate,
                     "duration_s": phase.duration_s,
                     "burstiness": phase.burstiness,
+                    **({"rate_to": phase.rate_to} if phase.rate_to is not None else {}),
+                    **({"stop": phase.stop.to_json()} if phase.stop is not None else {}),
                 }
                 for phase in self.phases
             ],
@@ -225,9 +198,14 @@ class Objective:
     # A relative objective fails only when the candidate is slower than the baseline by
     # more than max_regression *and* by more than this many seconds (0: no floor).
     min_change_s: float = 0.0
+    thresholds: tuple[tuple[str, float], ...] = ()  # release gates: see spec_gates.py
+    min_value: float | None = None
+    after: str | None = None
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
+        if self.metric in gates.GATE_METRICS:
+            return gates.check_gate(self)
         if (self.max_s is None) == (self.max_regression is None):
             raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
         check.text("phase", self.phase, what=f"objective {self.metric}: phase", optional=True)
@@ -295,6 +273,8 @@ class Objective:
     def label(self) -> str:
         """The objective as reports print it: ``ttft p95 <= 700ms [steady]``."""
         where = f" [{self.scope}]" if self.scope else ""
+        if self.metric in gates.GATE_METRICS:
+            return gates.gate_label(self)
         if self.metric == "error_rate":
             return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
         if self.max_regression is not None:
@@ -352,6 +332,7 @@ def objective(
     max_ms: float | None = None,
     max_fraction: float | None = None,
     min_change_s: float | None = None,
+    **gate: str | float | None,
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
@@ -364,6 +345,8 @@ def objective(
     regression (``"2ms"``; default none). ``p`` is a percentile: 95, not 0.95.
     """
     check.choice("metric", metric, METRICS, what="objective metric")
+    if (gate_fields := gates.gate_objective_fields(metric, max, max_s, max_ms, gate)) is not None:
+        return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
     limits = objective_limits(
         metric,
         {

@@ -27,6 +27,8 @@ from pytest_latency.spec import (
     Workload,
     parse_gpus,
 )
+from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
+from pytest_latency.spec_phase import parse_stop
 
 T = TypeVar("T")
 
@@ -101,6 +103,7 @@ _YAML_NAMES = {
     "cooldown_s": "cooldown",
     "max_s": "max",
     "min_change_s": "min_change",
+    "rate_to": "to",
 }
 
 
@@ -110,7 +113,7 @@ def _arrival(value: Any) -> Arrival:
     return cast(Arrival, value)
 
 
-_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness")
+_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
 _WORKLOAD_KEYS = (
     "seed",
     "input_tokens",
@@ -120,6 +123,7 @@ _WORKLOAD_KEYS = (
     "ignore_eos",
     "repeat",
     "cooldown",
+    "max_concurrency",
     "phases",
 )
 _OBJECTIVE_KEYS = (
@@ -132,13 +136,18 @@ _OBJECTIVE_KEYS = (
     "phase",
     "input_tokens",
     "output_tokens",
+    *GATE_ONLY_KEYS,  # release gates: spec_gates_yaml.py
 )
 _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
 
 def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
     node = context.mapping(value, line, key, _PHASE_KEYS)
-    for required in ("name", "rate", "duration"):
+    rate_key = "from" if node.get("arrival") == "ramp" else "rate"  # a ramp: from -> to
+    if (stray := "rate" if rate_key == "from" else "from") in node:
+        problem = "a ramp takes from: and to:" if stray == "rate" else "from: needs arrival: ramp"
+        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
+    for required in ("name", rate_key, "duration"):
         if required not in node:
             raise context.fail(node.line, f"{key}.{required}", "missing")
     return context.build(
@@ -146,7 +155,9 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
         key,
         lambda: Phase(
             name=context.field(node, "name", key, check.as_text),
-            rate=context.field(node, "rate", key, check.as_positive),
+            rate=context.field(node, rate_key, key, check.as_number),
+            rate_to=context.field(node, "to", key, check.as_number) if "to" in node else None,
+            stop=context.field(node, "stop", key, parse_stop) if "stop" in node else None,
             duration_s=context.field(node, "duration", key, check.as_positive_duration),
             arrival=context.field(node, "arrival", key, _arrival)
             if "arrival" in node
@@ -183,6 +194,7 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
         "ignore_eos": ("ignore_eos", check.as_flag),
         "repeat": ("repeat", check.as_int),
         "cooldown": ("cooldown_s", parse_duration),
+        "max_concurrency": ("max_concurrency", check.as_int),
     }
     for name, (attribute, parse) in parsers.items():
         if name in node:
@@ -197,6 +209,8 @@ def _parse_objective(
     if "metric" not in node:
         raise context.fail(node.line, f"{key}.metric", "missing")
     metric = context.field(node, "metric", key, check.as_text)
+    if (gate := gate_objective(context, node, key, metric, phases)) is not None:
+        return gate
 
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_latency._units import format_seconds
-from pytest_latency.records import RequestRecord
+from pytest_latency.records import STOPPED_EARLY, RequestRecord
 from pytest_latency.spec import Workload
 
 DEFAULT_MAX_LAG_P99_S = 0.050
@@ -45,8 +45,8 @@ def check_generator(
 ) -> GeneratorHealth:
     """Judge the generator by its own lag and by what it sent inside each phase window."""
     reasons: list[str] = []
-    lags = np.asarray(
-        [r.sent_s - r.intended_s for r in records if r.sent_s is not None], dtype=np.float64
+    lags = np.asarray(  # a wait for a max_concurrency slot is the cap's, not the generator's
+        [lag for r in records if (lag := r.schedule_lag_s) is not None], dtype=np.float64
     )
     lag_p99 = float(np.percentile(lags, 99)) if lags.size else None
     if lag_p99 is not None and lag_p99 > max_lag_p99_s:
@@ -56,7 +56,12 @@ def check_generator(
         )
     shortfalls: dict[str, float] = {}
     for phase in workload.phases:
-        planned = [r for r in records if r.phase == phase.name]
+        # Requests a stop rule kept back were never meant to go out: not a shortfall.
+        planned = [
+            r
+            for r in records
+            if r.phase == phase.name and not (r.error or "").startswith(STOPPED_EARLY)
+        ]
         if not planned:
             continue
         # A send counts for the phase if it left within its episode's window, plus the lag
@@ -66,7 +71,8 @@ def check_generator(
             1
             for r in planned
             if r.sent_s is not None
-            and r.sent_s < windows[min(r.episode, len(windows) - 1)][1] + max_lag_p99_s
+            and r.sent_s - (r.slot_wait_s or 0.0)
+            < windows[min(r.episode, len(windows) - 1)][1] + max_lag_p99_s
         )
         shortfall = 1.0 - on_time / len(planned)
         shortfalls[phase.name] = shortfall

@@ -6,11 +6,13 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
+from pytest_latency.analysis.attainment import decide_attainment
 from pytest_latency.analysis.cohorts import in_range, output_length
+from pytest_latency.analysis.recovery import decide_recovery
 from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, decide
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
+from pytest_latency.spec import Objective, Workload
 
 ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 
@@ -41,8 +43,8 @@ def empty_cohort(
         " against the workload's"
     )
     lower, upper = -math.inf, math.inf
-    if objective.metric == "error_rate" or objective.relative:  # a fraction, a ratio
-        lower, upper = 0.0, 1.0 if objective.metric == "error_rate" else math.inf
+    if objective.metric in ("error_rate", "attainment") or objective.relative:
+        lower, upper = 0.0, math.inf if objective.relative else 1.0
     return ObjectiveResult(
         objective, Verdict.INCONCLUSIVE, math.nan, lower, upper, 0, confidence, reason,
         n_effective=0.0,
@@ -69,12 +71,14 @@ def decide_objectives(
     confidence: float,
     baseline: Sequence[Sequence[RequestRecord]] | None = None,
     invalid_reason: str | None = None,
+    workload: Workload | None = None,
 ) -> list[ObjectiveResult]:
     """Decide each objective at ``confidence`` (already the per-objective confidence).
 
     ``baseline`` holds the stored runs of the same test for relative objectives;
     ``invalid_reason`` marks every result invalid (the generator fell behind, the run
-    was cut short) while keeping its numbers for the report.
+    was cut short) while keeping its numbers for the report. ``workload`` gives
+    recovery objectives the exact end of the burst phase (else it is estimated).
     """
     results = []
     for objective in objectives:
@@ -85,6 +89,10 @@ def decide_objectives(
         elif objective.relative and runs and not any(runs):
             total = sum(len(run) for run in baseline or ())
             results.append(empty_cohort(objective, total, confidence, "the baseline"))
+        elif objective.metric == "attainment":
+            results.append(decide_attainment(objective, scoped, confidence))
+        elif objective.metric == "recovery":
+            results.append(decide_recovery(objective, scoped, confidence, workload))
         elif objective.relative:
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:

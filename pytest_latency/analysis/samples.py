@@ -28,8 +28,11 @@ import numpy as np
 from pytest_latency.gaps import GapStatistic, gap_statistics
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec import METRICS
+from pytest_latency.spec_gates import GATE_METRICS
 
-LATENCY_METRICS: tuple[str, ...] = tuple(metric for metric in METRICS if metric != "error_rate")
+LATENCY_METRICS: tuple[str, ...] = tuple(
+    metric for metric in METRICS if metric != "error_rate" and metric not in GATE_METRICS
+)
 
 # Reported by the server (or derived from its reports), not measured by the client.
 SERVER_METRICS = frozenset({"queue_wait", "prefill", "decode", "after_queue", "unattributed"})

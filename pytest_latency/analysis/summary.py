@@ -74,7 +74,7 @@ def summarise_phase(
         offered=offered,
         completed=completed,
         failed=offered - completed,
-        target_rate=phase.rate,
+        target_rate=phase.mean_rate,  # a ramp's mid-point rate
         offered_rate=sent_in_window / (phase.duration_s * len(windows)),
         schedule_lag_p99_s=percentile(lags, 99.0),
         duration_s=phase.duration_s * len(windows),

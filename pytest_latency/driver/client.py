@@ -28,6 +28,7 @@ from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.limits import ResponseLimits, check_deadline
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
+from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
 from pytest_latency.records import RequestRecord, Status
@@ -267,7 +268,13 @@ class Run:
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
         clock = time.perf_counter_ns
         t0 = self.started_ns
+        cap = self.plan.workload.max_concurrency
+        slots = None if cap is None else anyio.CapacityLimiter(cap)
+        stops = PhaseStops(self.plan.workload)
         for request, record in self._schedule:
+            if (why := stops.reason(request.phase)) is not None:  # the phase stopped early
+                record.error = why  # stays cancelled, with the reason
+                continue
             planned_ns = t0 + round(request.intended_s * 1e9)
             delay_ns = planned_ns - clock()  # from the absolute instant: no drift
             if delay_ns > SPIN_NS:
@@ -276,8 +283,33 @@ class Run:
                 if clock() >= planned_ns:
                     break
                 await anyio.lowlevel.checkpoint()
-            tasks.start_soon(sender.send, request, record, planned_ns)
+            if (why := stops.reason(request.phase)) is not None:  # stopped while we slept
+                record.error = why
+                continue
+            stops.sent(request.phase, (clock() - t0) / 1e9)
+            tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
             self.launched += 1
+
+    @staticmethod
+    async def _send(
+        sender: Sender,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+    ) -> None:
+        """Send now, or once one of ``max_concurrency`` slots is free (FIFO): the wait is
+        recorded and stays in the latency, which is measured from the planned send time."""
+        try:
+            if slots is None:
+                await sender.send(request, record, planned_ns)
+                return
+            async with slots:
+                record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
+                await sender.send(request, record, planned_ns)
+        finally:
+            stops.ended(record)
 
     async def _warm(self, sender: Sender) -> None:
         """Open connections (and send ``plan.warmup``) before time zero; nothing recorded."""

@@ -48,7 +48,7 @@ def run_plan(
     many processes (:mod:`.workers`); their spans carry trace context but are not exported.
     ``progress`` hears sent/completed counts from a thread of its own (:mod:`.progress`).
     """
-    if workers > 1:
+    if workers > 1 and plan.workload.max_concurrency is None:  # one cap needs one process
         return run_workers(plan, target, workers, progress)
     run = Run(plan, target, spans)
     try:

@@ -13,6 +13,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, slowest
 from pytest_latency.records import RequestRecord
+from pytest_latency.spec_gates import GATE_METRICS
 
 
 def trace_link(trace_id: str, template: str | None) -> str:
@@ -38,6 +39,12 @@ def format_estimate(result: ObjectiveResult) -> str:
             f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
             f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, {size})"
         )
+    if objective.metric == "recovery":
+        spread = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
+        return f"recovered after {format_seconds(result.estimate_s)} (episodes {spread})"
+    if objective.metric == "attainment":
+        bounds = f"bounds {result.lower_s:.2%}..{result.upper_s:.2%}"
+        return f"{result.estimate_s:.2%} of offered requests good ({bounds}, {size})"
     if objective.metric == "error_rate":
         return (
             f"{result.estimate_s:.2%} failed (bounds {result.lower_s:.2%}..{result.upper_s:.2%}, "
@@ -97,6 +104,7 @@ def slowest_requests(
 ) -> list[str]:
     """The slowest requests in the objective's scope, each with its trace (one line each)."""
     metric = result.objective.metric
+    metric = "ttft" if metric in GATE_METRICS else metric  # gates show their slowest TTFTs
     lines = []
     for record in slowest(records, metric, count):
         value = record_value(record, metric)

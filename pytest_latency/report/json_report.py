@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_latency.analysis.attainment import phase_goodput
 from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
+from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.baseline import SaveReport, merge_for_save, run_keys
@@ -30,6 +32,17 @@ from pytest_latency.records import (
     write_runs,
 )
 from pytest_latency.result import LatencyResult
+from pytest_latency.spec import Objective
+
+
+def gate_fields(objective: Objective) -> dict[str, Any]:
+    """A release gate's own fields (docs/metrics.md); none for other objectives."""
+    if objective.metric == "attainment":
+        return {"thresholds_s": dict(objective.thresholds), "min": objective.min_value}
+    if objective.metric == "recovery":
+        return {"after": objective.after}
+    return {}
+
 
 SCHEMA = RUN_SCHEMA
 
@@ -53,7 +66,10 @@ def _attribution(attribution: Attribution) -> dict[str, Any]:
     }
 
 
-def _phase(summary: PhaseSummary, records: Sequence[RequestRecord]) -> dict[str, Any]:
+def _phase(
+    summary: PhaseSummary, records: Sequence[RequestRecord], objectives: Sequence[Objective] = ()
+) -> dict[str, Any]:
+    goodput = phase_goodput(records, objectives, summary.duration_s)
     return {
         "name": summary.name,
         "offered": summary.offered,
@@ -69,6 +85,8 @@ def _phase(summary: PhaseSummary, records: Sequence[RequestRecord]) -> dict[str,
             for metric, values in summary.percentiles.items()
         },
         "server_attribution": _attribution(attribute(records)),
+        "goodput": [row.to_json() for row in goodput],  # one per attainment objective
+        "slot_wait_s": slot_wait_summary(records),  # null without max_concurrency
     }
 
 
@@ -81,7 +99,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "max_regression": result.objective.max_regression,
         "unit": "ratio"
         if result.objective.relative
-        else ("fraction" if result.objective.metric == "error_rate" else "seconds"),
+        else ("fraction" if result.objective.metric in ("error_rate", "attainment") else "seconds"),
         "input_tokens": result.objective.input_tokens,
         "output_tokens": result.objective.output_tokens,
         "phase": result.objective.phase,
@@ -95,6 +113,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "reason": result.reason,
         "warnings": list(result.warnings),
+        **gate_fields(result.objective),
     }
 
 
@@ -153,6 +172,7 @@ def run_dict(
     without ``keep_gaps`` requests keep their gap summaries only (a saved baseline);
     ``key``: the baseline key when the run has none (made outside a session).
     """
+    objectives = [result.objective for result in run.objective_results]
     return {
         "test": run.test,
         "baseline_key": run.baseline_key or key or run.test,
@@ -173,7 +193,10 @@ def run_dict(
         "generator": run.health.to_json() if run.health else None,
         "boundary": "client, from the planned send time (intended_s), monotonic clock",
         "trace_url_template": run.trace_url_template,
-        "phases": [_phase(summary, run.phase_records(summary.name)) for summary in run.summaries()],
+        "phases": [
+            _phase(summary, run.phase_records(summary.name), objectives)
+            for summary in run.summaries()
+        ],
         "objectives": [objective_dict(result) for result in run.objective_results],
         "diagnosis": findings_to_json(run.diagnosis()),
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
+from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.report.evidence import verdict_text
 from pytest_latency.report.tables import RATE_LEGEND, phase_tables
 from pytest_latency.report.wrapping import wrap
@@ -59,6 +61,10 @@ def format_run(
     for summary in summaries:
         attribution = describe_attribution(attribute(run.phase_records(summary.name)))
         lines.extend(wrap(f"{summary.name}: {attribution}", width, "  "))
+        gates = [result.objective for result in run.objective_results]
+        extra = goodput_lines(run.phase_records(summary.name), gates, summary.duration_s)
+        for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
+            lines.extend(wrap(line.strip(), width, "  "))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
         if failures:
             counts = ", ".join(f"{name}={count}" for name, count in failures.items())

@@ -12,8 +12,37 @@ import numpy as np
 from pytest_latency.spec import Phase
 
 
+def ramp_times(
+    start_rate: float, end_rate: float, duration_s: float, events: np.ndarray
+) -> np.ndarray:
+    """Times at which the ramp's cumulative rate reaches each of ``events`` (sorted).
+
+    The rate is ``a + (b - a) t / D``, so the expected count by ``t`` is
+    ``L(t) = a t + (b - a) t^2 / (2 D)``; ``t = 2 E / (a + sqrt(a^2 + 2 (b - a) E / D))``
+    inverts it without cancellation, for rising and falling ramps alike.
+    """
+    slope = (end_rate - start_rate) / duration_s
+    root = np.sqrt(np.maximum(start_rate**2 + 2.0 * slope * events, 0.0))
+    denominator = start_rate + root
+    with np.errstate(divide="ignore", invalid="ignore"):
+        times = np.where(denominator > 0, 2.0 * events / denominator, 0.0)
+    return times
+
+
+def _ramp(phase: Phase, rng: np.random.Generator) -> np.ndarray:
+    """An inhomogeneous Poisson process, exactly: unit-rate events mapped through L^-1."""
+    assert phase.rate_to is not None  # validated by Phase
+    total = phase.mean_rate * phase.duration_s  # L(D): expected count over the phase
+    count = int(rng.poisson(total))
+    events = np.sort(rng.uniform(0.0, total, size=count))
+    times = ramp_times(phase.rate, phase.rate_to, phase.duration_s, events)
+    return times[times < phase.duration_s]
+
+
 def arrival_times(phase: Phase, rng: np.random.Generator) -> np.ndarray:
     """Send times in seconds from the phase start, sorted, all in ``[0, duration)``."""
+    if phase.arrival == "ramp":
+        return _ramp(phase, rng)
     if phase.arrival == "constant":
         count = int(np.floor(phase.rate * phase.duration_s + 1e-9))
         return np.arange(count, dtype=np.float64) / phase.rate

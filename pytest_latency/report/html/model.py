@@ -140,7 +140,8 @@ def objective_of(row: Mapping[str, Any]) -> Objective | None:
             phase=row.get("phase"),
             max_regression=row.get("max_regression"),
             min_change_s=row.get("min_change_s") or 0.0,
-            **tokens,
+            input_tokens=tokens["input_tokens"],
+            output_tokens=tokens["output_tokens"],
         )
     except (KeyError, TypeError, ValueError, LatencyError):
         return None

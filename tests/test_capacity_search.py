@@ -1,0 +1,167 @@
+"""Capacity search against the sim's engine in virtual time, with a known flip rate.
+
+Each probe plays a warm-up and a probe phase through ``simulate()`` (the engine the
+live server runs), decides the objectives at the pre-planned looks and stops early once
+decided. The truth is where TTFT p90 crosses the limit in long virtual runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from pytest_latency.analysis.capacity import (
+    SATURATION_LABEL,
+    ProbeResult,
+    decide_capacity,
+    look_confidences,
+    saturated,
+    search_capacity,
+)
+from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.verdict import objective_confidence
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.virtual import Arrival, simulate
+from pytest_latency.spec import Phase, Workload, objective
+from pytest_latency.workload import build_plan
+
+# One replica of 8 slots, 20-token answers of ~0.6 s: about 13 req/s at most.
+SIM = SimConfig(replicas=1, max_batch=8)
+OBJECTIVES = (objective("ttft", p=90, max="300ms"),)
+WARM_S, PROBE_S = 5.0, 60.0
+
+
+def virtual_records(workload: Workload, config: SimConfig = SIM) -> list[RequestRecord]:
+    plan = build_plan(workload)
+    arrivals = [Arrival(p.intended_s, p.input_tokens, p.output_tokens) for p in plan.requests]
+    records = []
+    for planned, result in zip(plan.requests, simulate(config, arrivals), strict=True):
+        record = RequestRecord(planned.id, planned.phase, planned.intended_s, planned.input_tokens)
+        record.sent_s = planned.intended_s
+        if result.ttft_s is not None and result.e2e_s is not None:
+            record.status = Status.OK
+            record.first_token_s = planned.intended_s + result.ttft_s
+            record.end_s = planned.intended_s + result.e2e_s
+        else:
+            record.status = Status.REJECTED
+            record.end_s = planned.intended_s
+        records.append(record)
+    return records
+
+
+def virtual_probe(seed: int = 5):  # type: ignore[no-untyped-def]
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        workload = Workload(
+            phases=(Phase("warmup", rate, WARM_S), Phase("probe", rate, PROBE_S)),
+            seed=seed,
+            input_tokens=(20, 20),
+            output_tokens=20,
+        )
+        records = virtual_records(workload)
+        for look, confidence in zip(looks, confidences, strict=True):
+            cutoff = WARM_S + look * PROBE_S
+            seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
+            each = objective_confidence(len(OBJECTIVES), confidence)
+            results = decide_objectives(OBJECTIVES, seen, confidence=each)
+            verdicts = {result.objective.label: result.verdict.value for result in results}
+            if saturated(seen, rate):
+                verdicts[SATURATION_LABEL] = "fail"
+            decided = "fail" in verdicts.values() or set(verdicts.values()) == {"pass"}
+            if decided or look == looks[-1]:
+                drain = max((r.end_s or cutoff) for r in seen) - cutoff
+                return ProbeResult(rate, len(seen), verdicts, look < 1.0, cutoff + max(drain, 0))
+        raise AssertionError("the last look always returns")
+
+    return probe
+
+
+def p90_ttft(rate: float, seconds: float = 400.0) -> float:
+    workload = Workload(phases=(Phase("long", rate, seconds),), seed=11, input_tokens=(20, 20),
+                        output_tokens=20)  # fmt: skip
+    records = [r for r in virtual_records(workload) if r.intended_s > 20.0]
+    ttfts = [r.ttft_s if r.ok and r.ttft_s is not None else math.inf for r in records]
+    return float(np.percentile(ttfts, 90, method="higher"))
+
+
+def flip_rate(low: float = 4.0, high: float = 30.0) -> float:
+    """Where TTFT p90 crosses 300 ms in long runs (bisection to 0.1 req/s)."""
+    while high - low > 0.1:
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if p90_ttft(middle) <= 0.3 else (low, middle)
+    return (low + high) / 2.0
+
+
+def test_look_confidences_spend_alpha_exactly_and_late() -> None:
+    confidences = look_confidences(0.01, (0.25, 0.5, 1.0))
+    shares = [1.0 - c for c in confidences]
+    assert sum(shares) == pytest.approx(0.01)
+    assert shares[0] < shares[1] < shares[2]  # O'Brien-Fleming: little to the early looks
+
+
+def _search():  # type: ignore[no-untyped-def]
+    return search_capacity(
+        virtual_probe(), (1.0, 30.0), probe_cost_s=WARM_S + PROBE_S + 10.0, budget_s=BUDGET_S
+    )
+
+
+BUDGET_S = 600.0
+
+
+def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
+    truth = flip_rate()  # about 10 req/s
+    result = _search()
+    assert result.passed_rps is not None and result.failed_rps is not None, result.to_json()
+    assert result.passed_rps <= truth <= result.failed_rps, (truth, result.to_json())
+    assert result.spent_s <= BUDGET_S and not result.contradictions
+    assert any(probe.stopped_early for probe in result.probes)  # decided at the half look
+    verdict, estimate, _ = decide_capacity(result, least=2.0)
+    assert verdict == "pass" and estimate == result.passed_rps
+    assert decide_capacity(result, least=result.failed_rps + 1)[0] == "fail"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (issue 12 item 2): near the flip the correlation-aware p90 bound at"
+    " the search's per-look confidence stays undecided (8 req/s: effective n 69 of 456),"
+    " so the bracket is about 6.7..16 req/s (2.4x), not within 1.5x",
+)
+def test_the_bracket_is_at_most_one_and_a_half_wide() -> None:
+    result = _search()
+    assert result.failed_rps is not None and result.passed_rps is not None
+    assert result.failed_rps / result.passed_rps <= 1.5
+
+
+def _scripted(outcomes: dict[float, str]):  # type: ignore[no-untyped-def]
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        verdict = next(v for limit, v in sorted(outcomes.items()) if rate <= limit)
+        return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
+
+    return probe
+
+
+def test_a_repeat_probe_that_contradicts_the_pass_is_reported() -> None:
+    calls: list[float] = []
+
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        calls.append(rate)
+        verdict = "pass" if rate <= 4.0 and calls.count(rate) == 1 else "fail"
+        return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
+
+    result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=200.0)
+    assert result.probes[-1].rate == result.passed_rps == 4.0  # the confirming repeat
+    assert result.contradictions and "monotonicity" in result.stopped
+    assert decide_capacity(result, 2.0)[0] == "inconclusive"
+
+
+def test_the_budget_is_honoured_and_inconclusive_probes_are_the_band() -> None:
+    probe = _scripted({3.0: "pass", 6.0: "inconclusive", math.inf: "fail"})
+    result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=55.0)
+    assert len(result.probes) == 5 and result.spent_s <= 55.0
+    assert result.stopped.startswith("budget")
+    short = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=500.0)
+    assert short.inconclusive_rps and all(3.0 < r <= 6.0 for r in short.inconclusive_rps)
+    assert "band" in short.stopped
