@@ -1,7 +1,8 @@
 from collections.abc import Iterator
 
 import pytest
-from scripted_server import ScriptedServer
+
+from tests.helpers.scripted_server import ScriptedServer
 
 pytest_plugins = ["pytester"]
 
