@@ -15,6 +15,9 @@ import pytest
 
 from pytest_latency.records import RequestRecord, Status, record_to_dict
 
+# every test runs the command in a subprocess (1-15 s each on a busy machine)
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 TEST = "tests/test_serving.py::test_chat"
 WORKLOAD = {

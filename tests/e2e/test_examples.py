@@ -5,10 +5,12 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "student_assistant.slo.yaml"
 
 
+@pytest.mark.slow
 def test_example_burst_grows_ttft_by_queueing_while_itl_barely_moves(pytester):
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--latency-json", "latency.json")

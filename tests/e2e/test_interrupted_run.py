@@ -10,6 +10,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 SPEC = """\
@@ -25,6 +27,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_path: Path):
     server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(10.0, DONE))))
     (tmp_path / "slow.slo.yaml").write_text(textwrap.dedent(SPEC.format(url=server.url)))

@@ -70,6 +70,7 @@ def test_bad_flags_are_usage_errors(pytester, args, message):
     assert message in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
     pytester.makefile(".slo.yaml", assistant=SPEC)
     result = pytester.runpytest("--latency-json", "out/latency.json", "-p", "no:randomly")
@@ -151,6 +152,7 @@ def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
         assert 0 < objective["n_effective"] <= objective["n"]
 
 
+@pytest.mark.slow
 def test_spec_errors_are_collection_errors_naming_file_line_and_key(pytester):
     pytester.makefile(".slo.yaml", broken=SPEC.replace("rate: 60", "rate: lots"))
     result = pytester.runpytest()
@@ -160,6 +162,7 @@ def test_spec_errors_are_collection_errors_naming_file_line_and_key(pytester):
     )
 
 
+@pytest.mark.slow
 def test_failed_objective_shows_estimate_bounds_and_slowest_traces(pytester):
     pytester.makefile(
         ".slo.yaml",
@@ -173,6 +176,7 @@ def test_failed_objective_shows_estimate_bounds_and_slowest_traces(pytester):
     assert text.count("http://127.0.0.1:16686/trace/") >= 5
 
 
+@pytest.mark.slow
 def test_fixture_runs_phases_and_hook_sees_every_run(pytester):
     pytester.makeconftest(
         """
@@ -210,6 +214,7 @@ def test_fixture_runs_phases_and_hook_sees_every_run(pytester):
     result.stdout.fnmatch_lines(["*runs seen by hook: [[]10[]]*"])
 
 
+@pytest.mark.slow
 def test_unreachable_server_gives_classified_failures_not_a_hang(pytester):
     # A port nobody listens on: every request fails fast as connection_error, each with a record.
     import socket
@@ -238,6 +243,7 @@ objectives:
     assert "FAIL error_rate" in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_inconclusive_policy(pytester):
     # A p99 from ~40 requests cannot be bounded: warn passes, fail fails, skip skips.
     pytester.makefile(".slo.yaml", few=SPEC.replace("p: 50, max: 2s", "p: 99, max: 2s"))
@@ -248,6 +254,7 @@ def test_inconclusive_policy(pytester):
     pytester.runpytest("--latency-inconclusive", "skip").assert_outcomes(skipped=1)
 
 
+@pytest.mark.slow
 def test_generator_that_cannot_keep_up_makes_the_run_invalid_not_a_pass(pytester):
     # 4,000 requests in 0.4 s: far beyond what one Python process can launch on time,
     # so the schedule lag explodes. The objective is generous (it would pass), yet the

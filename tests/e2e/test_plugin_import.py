@@ -38,6 +38,7 @@ def test_importing_the_plugin_and_what_configure_loads_pulls_in_nothing_heavy() 
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_plain_run_loads_nothing_heavy_and_the_fixture_is_still_there(
     pytester: pytest.Pytester,
 ) -> None:

@@ -49,6 +49,7 @@ def span_server(receiver_port: int) -> Iterator[SpanExportingServer]:
         server.stop()
 
 
+@pytest.mark.slow
 def test_url_server_spans_sent_during_the_run_all_join(
     pytester: pytest.Pytester, span_server: SpanExportingServer, receiver_port: int
 ) -> None:

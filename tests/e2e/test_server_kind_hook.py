@@ -67,6 +67,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_latency_server_names_a_kind_a_conftest_adds(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile(SESSION_TEST)
@@ -80,6 +81,7 @@ def test_latency_server_names_a_kind_a_conftest_adds(pytester: pytest.Pytester) 
     result.stdout.fnmatch_lines(["*latency: server=mykind*"])
 
 
+@pytest.mark.slow
 def test_a_spec_file_names_a_kind_a_conftest_adds(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makefile(".slo.yaml", mine=YAML_SPEC % "mykind")
@@ -91,6 +93,7 @@ def test_a_spec_file_names_a_kind_a_conftest_adds(pytester: pytest.Pytester) -> 
     assert result.ret != 0
 
 
+@pytest.mark.slow
 def test_an_unknown_kind_is_a_usage_error_naming_the_hook(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makepyfile("def test_nothing():\n    pass\n")
@@ -101,6 +104,7 @@ def test_an_unknown_kind_is_a_usage_error_naming_the_hook(pytester: pytest.Pytes
     )
 
 
+@pytest.mark.slow
 def test_an_unknown_kind_in_a_spec_file_fails_its_test_clearly(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(CONFTEST)
     pytester.makefile(".slo.yaml", typo=YAML_SPEC % "vlm")

@@ -23,6 +23,7 @@ def _run(pytester, *args):
     return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["fixture", "yaml"])
 def test_latency_tests_under_xdist_are_refused_with_the_way_out(pytester, kind):
     if kind == "fixture":
@@ -39,6 +40,7 @@ def test_latency_tests_under_xdist_are_refused_with_the_way_out(pytester, kind):
     result.assert_outcomes(errors=1)
 
 
+@pytest.mark.slow
 def test_deselecting_latency_tests_lets_the_rest_run_under_xdist(pytester):
     pytester.makepyfile(test_mixed=PYTHON_TESTS)
     (pytester.path / "steady.slo.yaml").write_text(SPEC)
@@ -46,11 +48,13 @@ def test_deselecting_latency_tests_lets_the_rest_run_under_xdist(pytester):
     result.assert_outcomes(passed=1)  # xdist does not count deselected items
 
 
+@pytest.mark.slow
 def test_suites_without_latency_tests_run_under_xdist(pytester):
     pytester.makepyfile(test_plain="def test_a():\n    pass\n\ndef test_b():\n    pass\n")
     _run(pytester, "-n", "2").assert_outcomes(passed=2)
 
 
+@pytest.mark.slow
 def test_no_xdist_runs_latency_tests_in_one_process(pytester):
     pytester.makepyfile(test_mixed=PYTHON_TESTS.replace("raise AssertionError", "print"))
     result = _run(pytester, "-p", "no:xdist", "-k", "test_plain or test_measures")

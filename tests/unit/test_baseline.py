@@ -58,6 +58,7 @@ RELATIVE = [
 ]
 
 
+@pytest.mark.slow
 def test_server_against_itself_never_fails_across_20_seeded_runs():
     baseline = simulated_records(SERVER, seed=1)
     verdicts = [
@@ -75,6 +76,7 @@ def test_correlation_in_send_order_is_paid_for_and_reported():
     assert result.n_effective is not None and result.n_effective < result.n / 5
 
 
+@pytest.mark.slow
 def test_the_same_server_30_percent_slower_fails():
     baseline = simulated_records(SERVER, seed=1)
     for seed in (200, 201, 202):
@@ -91,6 +93,7 @@ def test_no_baseline_is_inconclusive_and_says_how():
     assert result.verdict is Verdict.INCONCLUSIVE and "--latency-baseline" in result.reason
 
 
+@pytest.mark.slow
 def test_cohort_mix_change_is_warned():
     baseline = simulated_records(SERVER, seed=1)
     candidate = [r for r in simulated_records(SERVER, seed=2)]
@@ -150,6 +153,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
     # 12 s at 20/s: enough that the correlated e2e samples still decide.
     spec = pytester.path / "gate.slo.yaml"
@@ -173,6 +177,7 @@ def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
     assert "candidate/baseline ratio" in slower.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_baseline_of_another_workload_is_an_error_unless_allowed(pytester):
     spec = pytester.path / "gate.slo.yaml"
     spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="2s")))
@@ -187,6 +192,7 @@ def test_a_baseline_of_another_workload_is_an_error_unless_allowed(pytester):
     allowed.assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_a_baseline_without_this_test_is_an_error_naming_what_it_holds(pytester):
     spec = pytester.path / "gate.slo.yaml"
     spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="2s")))
@@ -198,6 +204,7 @@ def test_a_baseline_without_this_test_is_an_error_naming_what_it_holds(pytester)
     assert "gate.slo.yaml::gate" in missing.stdout.str()
 
 
+@pytest.mark.slow
 def test_missing_baseline_file_is_a_usage_error(pytester):
     result = pytester.runpytest("--latency-baseline", "nope.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

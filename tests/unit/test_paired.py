@@ -6,6 +6,7 @@ from pytest_latency.analysis.compare import abba_groups, abba_order
 from pytest_latency.paired import block_seed
 
 
+@pytest.mark.slow
 def test_python_api_paired_comparison(pytester):
     pytester.makepyfile(
         """

@@ -267,12 +267,14 @@ def _assert_within_limits(workload, objectives) -> None:
         assert all(math.isfinite(value) for value in values if value is not None)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(document=st.dictionaries(st.sampled_from(KEYS[:4]), DOCUMENTS, max_size=4))
 def test_random_documents_raise_only_spec_errors(tmp_path_factory, document):
     _check_only_spec_errors(tmp_path_factory.mktemp("h") / "random.slo.yaml", document)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), value=DOCUMENTS)
 def test_a_valid_spec_with_one_value_replaced_raises_only_spec_errors(

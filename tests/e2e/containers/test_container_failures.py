@@ -11,6 +11,8 @@ from pytest_latency.servers import ServerStartError, start_server
 from pytest_latency.spec import ServerSpec
 from tests.e2e.containers.conftest import require_image
 
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
 
 @pytest.mark.usefixtures("no_leftovers")
 def test_a_server_that_exits_at_start_fails_fast_with_its_logs(docker_client: Any) -> None:

@@ -15,6 +15,8 @@ import pytest
 
 from tests.e2e.containers.conftest import require_image
 
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
 IMAGE = "pytest-latency/llamacpp:local"
 
 # One slot, ~50 ms per 128-token answer on one CPU thread: 4/s is light load, a 40/s

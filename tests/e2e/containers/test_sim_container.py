@@ -9,6 +9,8 @@ import pytest
 
 from tests.e2e.containers.conftest import require_image
 
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
 IMAGE = "pytest-latency/sim:local"
 
 

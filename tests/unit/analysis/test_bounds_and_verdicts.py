@@ -25,6 +25,7 @@ def test_rank_floor_matches_the_known_sample_sizes():
     assert samples_needed(0.99, 0.90) == 299
 
 
+@pytest.mark.slow
 def test_bounds_cover_the_true_quantile_at_the_stated_rate():
     # 2,000 lognormal samples of size 400: the 99% interval must miss the true p95
     # about 1% of the time. Allow up to 2.5% (binomial sd of a 1% rate over 2,000

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from pytest_latency.analysis.dependence import count_dependence
 from pytest_latency.analysis.objectives import decide_objectives
@@ -27,6 +28,9 @@ from pytest_latency.analysis.stored import compare_to_baseline
 from pytest_latency.analysis.verdict import Verdict, clopper_pearson, proportion_bounds
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import objective
+
+# statistical simulations: many seeded replicate runs per test
+pytestmark = pytest.mark.slow
 
 CONFIDENCE = 0.99
 REPS = 400  # per scenario in the suite; rates' binomial sd at 2% is 0.7 points

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy.stats import norm
 
 from pytest_latency.analysis.compare import (
@@ -31,6 +32,9 @@ from pytest_latency.analysis.percentiles import (
     quantile_bounds,
 )
 from pytest_latency.analysis.verdict import Verdict
+
+# statistical simulations: many seeded replicate runs per test
+pytestmark = pytest.mark.slow
 
 SIGMA = 0.5
 REPS = 1000

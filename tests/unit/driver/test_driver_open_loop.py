@@ -19,6 +19,7 @@ import time
 
 import anyio
 import numpy as np
+import pytest
 
 from pytest_latency.driver import Run, Status, Target, run_plan
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
@@ -31,6 +32,7 @@ def lags(records: list) -> np.ndarray:  # type: ignore[type-arg]
     return np.array([record.schedule_lag_s for record in records])
 
 
+@pytest.mark.slow
 def test_slow_responses_do_not_delay_later_sends(server: ScriptedServer) -> None:
     slow = Script(
         steps=(Step(0.0, chat_chunk(role="assistant")), Step(1.9, chat_chunk("x")), Step(2.0, DONE))
@@ -46,6 +48,7 @@ def test_slow_responses_do_not_delay_later_sends(server: ScriptedServer) -> None
     assert result.elapsed_s < times[-1] + 2.0 + SLACK_S
 
 
+@pytest.mark.slow
 def test_absolute_schedule_has_no_drift(server: ScriptedServer) -> None:
     quick = Script(steps=(Step(0.002, chat_chunk("x")), Step(0.004, DONE)))
     server.route("quick", quick)
@@ -64,6 +67,7 @@ def test_absolute_schedule_has_no_drift(server: ScriptedServer) -> None:
     )
 
 
+@pytest.mark.slow
 def test_server_that_stops_answering_ends_bounded_with_all_records(
     server: ScriptedServer,
 ) -> None:

@@ -12,6 +12,8 @@ import multiprocessing
 import threading
 import time
 
+import pytest
+
 from pytest_latency.driver import Status, Target, run_plan
 from pytest_latency.driver.workers import partition
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
@@ -29,6 +31,7 @@ def test_partition_is_exact_and_even() -> None:
     assert len(partition(plan_at([0.0]), 4)) == 1  # no empty workers
 
 
+@pytest.mark.slow
 def test_two_workers_share_time_zero_and_merge_in_id_order(server: ScriptedServer) -> None:
     server.route("w", SCRIPT)
     plan = plan_at([0.02 * i for i in range(20)])
@@ -45,6 +48,7 @@ def test_two_workers_share_time_zero_and_merge_in_id_order(server: ScriptedServe
         assert record.schedule_lag_s is not None and -0.0005 < record.schedule_lag_s < 0.05
 
 
+@pytest.mark.slow
 def test_a_dead_worker_leaves_cancelled_records(server: ScriptedServer) -> None:
     server.route("w", SCRIPT)
     plan = plan_at([0.05 * i for i in range(40)])  # 2 s of traffic

@@ -270,7 +270,13 @@ def drive_with(transport: str, plan: object, target: Target) -> DriveResult:
 
 
 MATRIX = [
-    pytest.param(name, transport, id=f"{name}-{transport}")
+    pytest.param(
+        name,
+        transport,
+        id=f"{name}-{transport}",
+        # a timeout case waits out the whole deadline: kept out of the inner loop
+        marks=[pytest.mark.slow] if case.status is Status.TIMEOUT else [],
+    )
     for name, case in CASES.items()
     for transport in case.transports
 ]

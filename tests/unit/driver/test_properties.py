@@ -14,6 +14,7 @@ import contextlib
 import itertools
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -57,6 +58,7 @@ def event_stream(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
     return out, expected
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(event_stream(), st.lists(st.integers(min_value=0), max_size=12))
 def test_sse_decoder_random_splits_give_the_same_events(
@@ -85,6 +87,7 @@ def test_sse_decoder_garbage_only_raises_stream_errors_and_stays_bounded(
         pass  # the documented way a stream is refused
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     st.one_of(
@@ -196,6 +199,7 @@ def feed_response(pieces: list[bytes], attach_after: int, close: bool) -> tuple[
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     valid_response(),
@@ -211,6 +215,7 @@ def test_random_splits_of_a_valid_response_give_the_same_record(
     assert feed_response(split(data, cuts), attach_after, close=False) == expected
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(
     st.one_of(

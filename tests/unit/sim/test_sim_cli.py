@@ -18,6 +18,9 @@ import pytest
 
 from pytest_latency.telemetry.receiver import OtlpReceiver
 
+# every test starts the server as a subprocess (1-2 s each on a busy machine)
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[3]
 BANNER = re.compile(r"^pytest-latency sim listening on (http://127\.0\.0\.1:(\d+))\n$")
 

@@ -201,6 +201,7 @@ def test_no_export_without_an_endpoint(
     assert receiver.spans_received == before
 
 
+@pytest.mark.slow
 def test_dead_collector_does_not_break_serving_and_stop_is_bounded() -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))

@@ -65,6 +65,7 @@ def export_queue_span(exchange: Exchange, traces_url: str) -> None:
     provider.shutdown()
 
 
+@pytest.mark.slow
 def test_seed_exercise_record(server: ScriptedServer, hub: TelemetryHub) -> None:
     server.route("seed", SEED_TIMELINE)
     outcome = run_plan(plan_at([0.0], timeout_s=5.0), Target(server.url, "seed"), hub.client_spans)
@@ -87,6 +88,7 @@ def test_seed_exercise_record(server: ScriptedServer, hub: TelemetryHub) -> None
     assert split.unattributed_share == pytest.approx(0.6, abs=0.02)
 
 
+@pytest.mark.slow
 def test_spans_arriving_a_second_late_still_join(server: ScriptedServer, hub: TelemetryHub) -> None:
     server.route("seed", SEED_TIMELINE)
     plan = plan_at([0.0, 0.1, 0.2], timeout_s=5.0)
@@ -105,6 +107,7 @@ def test_spans_arriving_a_second_late_still_join(server: ScriptedServer, hub: Te
     assert all(record.queue_wait_s == pytest.approx(0.2) for record in outcome.records)
 
 
+@pytest.mark.slow
 def test_missing_server_data_keeps_nulls_and_is_counted(
     server: ScriptedServer, hub: TelemetryHub
 ) -> None:
@@ -122,6 +125,7 @@ def test_missing_server_data_keeps_nulls_and_is_counted(
     assert len(unjoined) == 1 and unjoined[0].unattributed_s is None
 
 
+@pytest.mark.slow
 def test_server_timing_header_and_llamacpp_timings_join(
     server: ScriptedServer, hub: TelemetryHub
 ) -> None:

@@ -264,6 +264,7 @@ def _chat(url: str) -> int:
         return response.status_code
 
 
+@pytest.mark.slow
 def test_scrapes_queue_and_running_from_the_sim_server() -> None:
     config = SimConfig(replicas=1, max_batch=1, decode_base_s=0.05)
     with SimServer(config) as server:
