@@ -1,4 +1,4 @@
-"""TTFT error against the scripted known-truth server (tests/scripted_server.py).
+"""TTFT error against the scripted known-truth server (tests/helpers/scripted_server.py).
 
 The scripted server logs the ``perf_counter_ns`` instant it wrote each chunk; the
 driver's first-token instant minus that instant is the measurement error (loopback
@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the root holds tests/helpers/
 
 from pytest_latency.driver import Status, Target, run_plan
+from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The long version of tests/test_correlated_verdicts.py: every rate, more replicates.
+"""The long version of tests/unit/analysis/test_correlated_verdicts.py: every rate, more replicates.
 
     python benchmarks/sim_verdicts.py [REPLICATES]   # default 2000; ~10 min on one core
 
@@ -12,7 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-SIMULATIONS = Path(__file__).resolve().parent.parent / "tests" / "test_correlated_verdicts.py"
+ROOT = Path(__file__).resolve().parents[1]
+SIMULATIONS = ROOT / "tests" / "unit" / "analysis" / "test_correlated_verdicts.py"
 
 
 def main() -> None:

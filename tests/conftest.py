@@ -1,7 +1,8 @@
 from collections.abc import Iterator
 
 import pytest
-from scripted_server import ScriptedServer
+
+from tests.helpers.scripted_server import ScriptedServer
 
 pytest_plugins = ["pytester"]
 
@@ -30,7 +31,7 @@ def written_json_matches_the_schema(
     """After the session, every JSON file the plugin wrote in a test folder is checked
     against docs/schema/pytest-latency-1.json (a failure shows as the last test's error)."""
     yield
-    from json_schema import invalid_files
+    from tests.helpers.json_schema import invalid_files
 
     failures = invalid_files(tmp_path_factory.getbasetemp())
     assert not failures, "files that break the JSON schema:\n" + "\n".join(failures)

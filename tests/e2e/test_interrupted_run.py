@@ -1,0 +1,60 @@
+"""Ctrl-C in the middle of a run keeps what was measured: the run goes into the JSON."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.interrupting import interrupt, pytest_argv
+from tests.helpers.json_schema import assert_valid_run_file
+from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
+
+SPEC = """\
+server: {{url: "{url}", model: slow, api: chat}}
+workload:
+  seed: 1
+  input_tokens: 5
+  output_tokens: 4
+  timeout: 30s
+  phases: [{{name: steady, arrival: constant, rate: 10, duration: 3s}}]
+objectives:
+  - {{metric: ttft, p: 50, max: 1s}}
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_path: Path):
+    server.models = ["slow"]  # the preflight checks the model is listed
+    # No request ends on its own before the interrupt (60 s to [DONE], 30 s deadline):
+    # every record is cancelled whatever the load, and a lost Ctrl-C shows as a run that
+    # ended by itself within the 60 s bound below.
+    server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(60.0, DONE))))
+    (tmp_path / "slow.slo.yaml").write_text(textwrap.dedent(SPEC.format(url=server.url)))
+    child = subprocess.Popen(
+        pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json", "slow.slo.yaml"),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        # Synchronise on an event: requests in flight means the drive runs under
+        # asyncio's Ctrl-C handler (the preflight's one-token request comes first, then
+        # the run's). Starting pytest on a busy machine can take many seconds; the
+        # deadline only bounds a child that never gets there.
+        deadline = time.monotonic() + 120
+        while len(server.exchanges) < 4 and child.poll() is None:
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.02)  # polling interval of the event check
+        interrupt(child)
+        output, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 2, output  # pytest's "interrupted"
+    (run,) = assert_valid_run_file(tmp_path / "run.json")["runs"]
+    assert run["interrupted"] is True and "Ctrl-C" in run["interrupted_reason"]
+    assert run["outcome"] == "interrupted"
+    assert len(run["requests"]) == 30  # one record per offered request, sent or not
+    statuses = {request["status"] for request in run["requests"]}
+    assert statuses == {"cancelled"}

@@ -1,0 +1,138 @@
+"""Confidence bounds and verdicts against known truth."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_latency import quantile_bounds
+from pytest_latency.analysis.percentiles import bound_ranks
+from pytest_latency.analysis.verdict import Verdict, clopper_pearson, decide, samples_needed
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.spec import objective
+
+
+def test_small_samples_have_no_upper_bound_never_the_max():
+    lower, upper = quantile_bounds(np.arange(50.0), 0.95, 0.99)
+    assert upper == math.inf and lower > -math.inf
+    assert quantile_bounds([], 0.5) == (-math.inf, math.inf)
+
+
+def test_rank_floor_matches_the_known_sample_sizes():
+    # One-sided 95% (two-sided 90%): the classic n >= 59 for a p95 bound.
+    assert bound_ranks(59, 0.95, 0.90)[1] == 59
+    assert bound_ranks(58, 0.95, 0.90)[1] is None
+    assert samples_needed(0.99, 0.90) == 299
+
+
+@pytest.mark.slow
+def test_bounds_cover_the_true_quantile_at_the_stated_rate():
+    # 2,000 lognormal samples of size 400: the 99% interval must miss the true p95
+    # about 1% of the time. Allow up to 2.5% (binomial sd of a 1% rate over 2,000
+    # trials is 0.22%), and require it to be informative (not always inf).
+    rng = np.random.default_rng(3)
+    true_p95 = math.exp(1.6448536269514722)
+    misses = 0
+    for _ in range(2000):
+        lower, upper = quantile_bounds(rng.lognormal(size=400), 0.95, 0.99)
+        assert math.isfinite(upper)
+        misses += not (lower <= true_p95 <= upper)
+    assert misses / 2000 <= 0.025
+
+
+def test_nan_samples_are_refused():
+    with pytest.raises(ValueError):
+        quantile_bounds([1.0, float("nan")], 0.5)
+
+
+def _records(ttfts):
+    """Records in a seeded random send order: failures scattered, not in one block."""
+    ttfts = [ttfts[i] for i in np.random.default_rng(len(ttfts)).permutation(len(ttfts))]
+    records = []
+    for index, ttft in enumerate(ttfts):
+        record = RequestRecord(id=index, phase="steady", intended_s=0.0, input_tokens=10)
+        if ttft is None:
+            record.status = Status.TIMEOUT
+        else:
+            record.status = Status.OK
+            record.sent_s, record.first_token_s, record.end_s = 0.0, ttft, ttft + 1.0
+        records.append(record)
+    return records
+
+
+def test_verdicts_pass_fail_and_inconclusive():
+    rng = np.random.default_rng(5)
+    fast = _records(list(rng.uniform(0.1, 0.2, size=600)))
+    slow = _records(list(rng.uniform(0.8, 0.9, size=600)))
+    near = _records(list(rng.uniform(0.1, 0.9, size=600)))
+    limit = objective("ttft", p=95, max="500ms")
+    assert decide(limit, fast, 0.99).verdict is Verdict.PASS
+    assert decide(limit, slow, 0.99).verdict is Verdict.FAIL
+    straddle = objective("ttft", p=95, max_s=0.1 + 0.8 * 0.95)
+    assert decide(straddle, near, 0.99).verdict is Verdict.INCONCLUSIVE
+    few = decide(objective("ttft", p=99, max="1s"), fast[:50], 0.99)
+    assert few.verdict is Verdict.INCONCLUSIVE and "too few samples" in few.reason
+
+
+def test_failed_requests_count_against_latency_objectives():
+    # 10% of requests time out: the p95 TTFT is unbounded, so the objective fails.
+    records = _records([0.1] * 540 + [None] * 60)
+    result = decide(objective("ttft", p=95, max="1s"), records, 0.99)
+    assert result.verdict is Verdict.FAIL and result.n == 600
+
+
+def test_error_rate_verdicts_use_exact_binomial_bounds():
+    lower, upper = clopper_pearson(0, 100, 0.99)
+    assert lower == 0.0 and upper == pytest.approx(1 - 0.005 ** (1 / 100))
+    many_errors = _records([0.1] * 900 + [None] * 100)
+    assert decide(objective("error_rate", max="1%"), many_errors, 0.99).verdict is Verdict.FAIL
+    clean = _records([0.1] * 2000)
+    assert decide(objective("error_rate", max="1%"), clean, 0.99).verdict is Verdict.PASS
+    assert decide(objective("error_rate", max="1%"), clean[:100], 0.99).verdict is (
+        Verdict.INCONCLUSIVE
+    )
+
+
+def test_percentiles_match_numpys_linear_definition():
+    from pytest_latency.analysis.percentiles import percentiles
+
+    rng = np.random.default_rng(2)
+    for n in (1, 2, 3, 10, 101, 1000):
+        values = rng.lognormal(size=n)
+        points = [0.01, 1, 50, 95, 99, 99.9, 100]
+        assert np.allclose(percentiles(values, points), np.percentile(values, points), rtol=1e-12)
+    assert percentiles([1.0, math.inf, math.inf], [50, 99]) == [math.inf, math.inf]
+    assert math.isnan(percentiles([], [50])[0])
+
+
+@pytest.mark.parametrize(
+    "kind", ["lognormal", "ties", "with_inf", "sorted", "two_values", "bracket_misses"]
+)
+def test_bracketed_order_statistics_are_exact(kind, monkeypatch):
+    """Large arrays take the sampled-bracket path; its answer must equal a full sort's,
+    including when ties, infinities or a sample that misses the rank are involved."""
+    from pytest_latency.analysis import percentiles as module
+
+    rng = np.random.default_rng(11)
+    n = 300_000
+    values = {
+        "lognormal": rng.lognormal(-3.5, 0.3, n),
+        "ties": np.round(rng.lognormal(-3.5, 0.3, n), 3),
+        "with_inf": np.where(rng.random(n) < 0.02, math.inf, rng.lognormal(size=n)),
+        "sorted": np.sort(rng.random(n)),
+        "two_values": np.where(rng.random(n) < 0.5, 0.01, 0.02),
+        "bracket_misses": rng.lognormal(size=n),
+    }[kind]
+    monkeypatch.setattr(module, "BRACKETED_SELECTION_MIN", 1000)
+    monkeypatch.setattr(module, "_BRACKET_SAMPLE", 2000)
+    if kind == "bracket_misses":  # brackets far too narrow: the fallback must answer
+        monkeypatch.setattr(module.math, "sqrt", lambda x: 0.0)
+    ranks = [0, 1, n // 2, n // 2 + 1, int(0.95 * (n - 1)), int(0.99 * (n - 1)), n - 2, n - 1]
+    truth = np.sort(values)
+    assert module.order_statistics(values, ranks) == {rank: float(truth[rank]) for rank in ranks}
+    if kind == "with_inf":
+        return  # numpy interpolates inf - inf to NaN; ours keeps inf (tested above)
+    points = [1, 50, 95, 99, 99.9]
+    assert module.percentiles(values, points) == pytest.approx(
+        np.percentile(values, points).tolist(), rel=1e-12
+    )

@@ -1,0 +1,76 @@
+"""The test suite keeps its tiers: every test module is in unit/ or e2e/, unit mirrors the
+package, tests share code only through tests/helpers, container tests are marked
+(docs/architecture.md, "Tests")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "tests"
+PACKAGE = ROOT / "pytest_latency"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_unit_directories_mirror_subpackages() -> None:
+    unit_dirs = {path.name for path in (TESTS / "unit").iterdir() if path.is_dir()}
+    unit_dirs.discard("__pycache__")
+    subpackages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert unit_dirs <= subpackages, unit_dirs - subpackages
+
+
+def test_every_test_module_is_in_a_tier() -> None:
+    stray = [
+        str(path.relative_to(ROOT))
+        for path in TESTS.rglob("test_*.py")
+        if path.relative_to(TESTS).parts[0] not in {"unit", "e2e"}
+    ]
+    assert stray == []
+
+
+def test_every_test_directory_is_a_package() -> None:
+    # without __init__.py, --import-mode=importlib and duplicate basenames break
+    missing = [
+        str(path.relative_to(ROOT))
+        for path in [TESTS, *TESTS.rglob("*")]
+        if path.is_dir() and path.name != "__pycache__" and not (path / "__init__.py").exists()
+    ]
+    assert missing == []
+
+
+def test_no_module_imports_a_test_module() -> None:
+    offenders = {
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in TESTS.rglob("*.py")
+        for name in _imported_modules(path)
+        if name.rsplit(".", 1)[-1].startswith("test_")
+    }
+    assert offenders == set()
+
+
+def test_finder_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
+    module = tmp_path / "test_a.py"
+    module.write_text("from test_b import CASES\nimport tests.unit.test_c\n")
+    assert {"test_b", "tests.unit.test_c"} <= _imported_modules(module)
+
+
+def test_container_tests_carry_the_container_and_slow_markers() -> None:
+    for path in sorted((TESTS / "e2e" / "containers").glob("test_*.py")):
+        marks = [
+            ast.unparse(node.value)
+            for node in ast.parse(path.read_text()).body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+        ]
+        assert marks == ["[pytest.mark.container, pytest.mark.slow]"], path.name
