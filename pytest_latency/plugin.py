@@ -166,7 +166,7 @@ def pytest_runtest_makereport(
         add_junit_properties(item, session.runs)
     report = yield
     if session is not None and session.runs:
-        from pytest_latency.session import phase_outcome
+        from pytest_latency.run_ledger import phase_outcome
 
         session.note_outcome(item.nodeid, phase_outcome(report, call))
     if call.excinfo is not None and report.failed:

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_latency._options import LatencyOptions
 from pytest_latency.interrupts import interrupt_reason
+from pytest_latency.run_ledger import attach_baseline, baseline_problem, worst_outcome
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
 from pytest_latency.spec import Objective, ServerSpec, SpecError, Workload
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from pytest_latency.workload import Plan
 
 RunListener = Callable[["LatencyResult"], None]
-_OUTCOME_ORDER = ("passed", "inconclusive", "failed", "error")
 
 
 def _server_key(spec: ServerSpec) -> tuple[object, ...]:
@@ -338,49 +338,18 @@ class LatencySession:
 
     def baseline_problem(self, key: str) -> str | None:
         """Why relative objectives of the run keyed ``key`` cannot be decided, if so."""
-        if self.baseline is None:
-            if self.options.save_baseline is not None:
-                return None  # the first run of a baseline: inconclusive, and saved
-            return (
-                "relative objectives (max_regression) need a baseline: pass"
-                " --latency-baseline PATH (create one with --latency-save-baseline PATH)"
-            )
-        from pytest_latency.errors import BaselineKeyError
-
-        try:
-            self.baseline.lookup(key)
-        except BaselineKeyError as error:
-            return str(error)
-        return None
+        return baseline_problem(self.baseline, self.options, key)
 
     def _attach_baseline(self, result: LatencyResult) -> None:
         """Give ``result`` its stored runs, or the reason they are not comparable."""
-        result.baseline_problem = self.baseline_problem(result.baseline_key)
-        if self.baseline is None or result.baseline_problem:
-            return
-        from pytest_latency.baseline import mismatches
-
-        key = result.baseline_key
-        stored = self.baseline.lookup(key)
-        server = result.server
-        identity = {"kind": server.kind, "model": server.model, "api": server.api}
-        differing = mismatches(stored[-1], result.workload.to_json(), identity)
-        if differing and not self.options.allow_baseline_mismatch:
-            result.baseline_problem = (
-                f"{self.baseline.path}: the baseline of {key!r} ran another workload or server"
-                f" ({'; '.join(differing)}); pass --latency-allow-baseline-mismatch to"
-                " compare anyway"
-            )
-            return
-        result.baseline_runs = [run.records for run in stored]
+        attach_baseline(self.baseline, self.options, result)
 
     def note_outcome(self, node: str, outcome: str) -> None:
         """Keep the worst outcome of a test that ran load: passed < inconclusive (skipped)
         < failed < error. A run that decides no objective reports its test's."""
         if node not in self._nodes_with_runs:
             return
-        earlier = self.test_outcomes.get(node, "passed")
-        self.test_outcomes[node] = max(earlier, outcome, key=_OUTCOME_ORDER.index)
+        self.test_outcomes[node] = worst_outcome(self.test_outcomes.get(node, "passed"), outcome)
 
     def outcomes(self) -> list[str]:
         """Each run's outcome (report/json_report.py ``run_outcome``), as ``runs``."""
@@ -401,26 +370,6 @@ class LatencySession:
             self.stop_servers()
         finally:
             self.telemetry.close()
-
-
-def phase_outcome(report: pytest.TestReport, call: pytest.CallInfo[None]) -> str:
-    """One phase's outcome for :meth:`LatencySession.note_outcome`.
-
-    A failure in setup or teardown, or a latency error other than failed objectives (a
-    bad spec, a missing baseline, a server that did not start), is an error.
-    """
-    from pytest_latency.errors import LatencyError, LatencyObjectiveError
-
-    if report.skipped:
-        return "inconclusive"
-    if not report.failed:
-        return "passed"
-    error = call.excinfo.value if call.excinfo is not None else None
-    if report.when != "call" or (
-        isinstance(error, LatencyError) and not isinstance(error, LatencyObjectiveError)
-    ):
-        return "error"
-    return "failed"
 
 
 SESSION_KEY = pytest.StashKey[LatencySession]()
