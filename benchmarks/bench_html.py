@@ -11,8 +11,8 @@ been painted, and the console errors.
 
 The targets (issue 11): at most 3 MB and at most 2 s for 10,000 requests.
 
-    .venv/bin/python benchmarks/bench_html.py
-    .venv/bin/python benchmarks/bench_html.py --requests 50000 --keep /tmp/big.html
+    python benchmarks/bench_html.py
+    python benchmarks/bench_html.py --requests 50000 --keep big.html
 """
 
 from __future__ import annotations

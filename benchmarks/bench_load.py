@@ -14,7 +14,7 @@ rate held (all ok, p99 lag <= 5 ms, offered >= 98% of target) is printed at the 
 
 Only 127.0.0.1; every run is bounded by its plan and the per-request timeout.
 
-    .venv/bin/python benchmarks/bench_load.py --rates 50,100,150,200 --duration 5
+    python benchmarks/bench_load.py --rates 50,100,150,200 --duration 5
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The seed lesson's spike, as a Python test: the burst costs waiting, not generation."""
+"""A load spike, as a Python test: the burst costs waiting, not generation."""
 
 from pytest_latency import Phase, burst, objective
 

@@ -1,6 +1,7 @@
 """Diagnosis: from one run's evidence to a bottleneck hypothesis and the check to run next.
 
-Each rule is a row of the seed lesson's "match the intervention to the evidence" table.
+Each rule matches one shape of the evidence to the intervention it suggests (match the
+intervention to the evidence, never the other way round).
 A rule fires only with its minimum of data (constants in
 :mod:`pytest_latency.analysis.diagnosis_rules`), never invents attribution (server-only
 rules stay silent without server durations; client proxies say they are proxies), and

@@ -20,7 +20,7 @@ def _opt(default: Any, help_text: str) -> Any:
 class SimConfig:
     """Capacity, admission and timing of the simulated serving stack.
 
-    The defaults are calibrated so the seed lesson's example workload (Poisson, 5 req/s
+    The defaults are calibrated so the classic spike workload (Poisson, 5 req/s
     for 20 s then 25 req/s for 5 s, prompts of 200-400 tokens, 200 output tokens)
     reproduces its illustrative spike: a short queue wait and ~30 ms inter-token
     latency in steady load, queue waits of seconds in the burst while the token
