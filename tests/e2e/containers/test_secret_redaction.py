@@ -87,7 +87,7 @@ def test_a_failed_container_start_never_shows_the_token(
         f"--latency-server={kind}", "--latency-json", "run.json",
     )  # fmt: skip
     output = "\n".join(result.outlines + result.errlines)
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)  # a server that cannot start errors the test
     assert evidence in output, output
     assert FAKE_TOKEN not in output
     report = (pytester.path / "run.json").read_text()
