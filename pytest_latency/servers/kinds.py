@@ -3,8 +3,10 @@
 A kind is everything the plugin needs to start a server it names: how a ``ServerSpec``
 becomes the container to run, the ``server.options`` it accepts, whether the session
 points it at the plugin's OTLP receiver, and a step to run once it answers (Ollama
-pulls its model). ``BUILTIN_KINDS`` names the built-in ones; their modules load only
-when a server starts (every pytest run reads the names, few start a container). A
+pulls its model). The built-in container kinds are the modules of
+:mod:`pytest_latency.servers.engines`, listed (not imported) to learn their names; a
+kind's module loads only when its server starts (every pytest run reads the names, few
+start a container). The embedded server, ``sim``, is a kind too. A
 plugin or ``conftest.py`` adds a kind with the ``pytest_latency_server_kind`` hook,
 which is asked before this registry.
 """
@@ -12,7 +14,8 @@ which is asked before this registry.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import pkgutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,10 +23,25 @@ if TYPE_CHECKING:
     from pytest_latency.servers.container import ContainerSpec, RunningContainer
     from pytest_latency.spec import ServerSpec
 
-#: The built-in kinds, each declared as ``KIND`` in ``pytest_latency.servers.<name>``.
-#: ``sim`` runs embedded unless given an image; the others always run in a container.
-BUILTIN_KINDS: tuple[str, ...] = ("llamacpp", "vllm", "tgi", "sglang", "ollama", "sim")
-CONTAINER_KINDS: tuple[str, ...] = tuple(name for name in BUILTIN_KINDS if name != "sim")
+from pytest_latency.servers import engines
+
+
+def engine_kinds(folders: Iterable[str]) -> tuple[str, ...]:
+    """The kinds whose modules lie in ``folders`` (listed, not imported); llama.cpp
+    first, as it runs on any machine."""
+    names = {
+        module.name
+        for module in pkgutil.iter_modules(list(folders))
+        if not module.name.startswith("_")  # a private helper module is not a kind
+    }
+    return tuple(sorted(names, key=lambda name: (name != "llamacpp", name)))
+
+
+#: Container kinds, each declared as ``KIND`` in ``pytest_latency.servers.engines.<name>``.
+CONTAINER_KINDS: tuple[str, ...] = engine_kinds(engines.__path__)
+#: Every built-in kind: ``sim`` (``pytest_latency.servers.sim``) runs embedded unless
+#: given an image; the others always run in a container.
+BUILTIN_KINDS: tuple[str, ...] = (*CONTAINER_KINDS, "sim")
 
 #: How the session finds a kind by name: the hook first, then the built-in registry.
 KindLookup = Callable[[str], "ServerKind | None"]
@@ -62,7 +80,8 @@ def builtin_kind(name: str) -> ServerKind | None:
     """The built-in kind called ``name`` (its module loads now), or None."""
     if name not in BUILTIN_KINDS:
         return None
-    kind = importlib.import_module(f"pytest_latency.servers.{name}").KIND
+    home = "pytest_latency.servers" + ("" if name == "sim" else ".engines")
+    kind = importlib.import_module(f"{home}.{name}").KIND
     assert isinstance(kind, ServerKind) and kind.name == name, name
     return kind
 

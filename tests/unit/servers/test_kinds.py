@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -40,18 +41,21 @@ MYKIND = ServerKind("mykind", fake_container, frozenset({"batch"}), exports_span
 
 def test_the_registry_is_derived_from_each_kind_modules_declaration() -> None:
     for name in BUILTIN_KINDS:
-        module = importlib.import_module(f"pytest_latency.servers.{name}")
+        home = "pytest_latency.servers" + ("" if name == "sim" else ".engines")
+        module = importlib.import_module(f"{home}.{name}")
         assert builtin_kind(name) is module.KIND
         assert module.KIND.name == name
         assert profiles.PROFILES[name] == module.KIND.build
         if name != "sim":
             assert module.KIND.options == module.OPTIONS
     assert set(profiles.PROFILES) == set(BUILTIN_KINDS)
-    assert CONTAINER_KINDS == ("llamacpp", "vllm", "tgi", "sglang", "ollama")
+    # Every module of servers/engines/ is a kind, found without a list naming it.
+    assert CONTAINER_KINDS == ("llamacpp", "ollama", "sglang", "tgi", "vllm")
     kinds = [builtin_kind(name) for name in BUILTIN_KINDS]
     assert {k.name for k in kinds if k is not None and k.exports_spans} == {"sim", "vllm"}
     assert {k.name for k in kinds if k is not None and k.after_start} == {"ollama"}
     assert builtin_kind("container") is None  # a servers/ module that is not a kind
+    assert builtin_kind("engines") is None
     assert builtin_kind("url") is None
 
 
@@ -114,3 +118,16 @@ def test_the_session_asks_the_registry_which_kinds_get_its_receiver(
     assert mine.options["otlp_traces_endpoint"] == receiver
     assert tgi_kind is builtin_kind("tgi")
     assert "otlp_traces_endpoint" not in tgi.options  # TGI exports gRPC only
+
+
+def test_a_module_dropped_into_engines_is_a_kind_without_touching_the_registry(
+    tmp_path: Path,
+) -> None:
+    from pytest_latency.servers import engines
+    from pytest_latency.servers.kinds import engine_kinds
+
+    (tmp_path / "newengine.py").write_text("KIND = None  # listed, never imported\n")
+    (tmp_path / "_private.py").write_text("")
+    found = engine_kinds([*engines.__path__, str(tmp_path)])
+    assert found[0] == "llamacpp" and "newengine" in found
+    assert set(found) == {*CONTAINER_KINDS, "newengine"}  # _private: not a kind
