@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium for the HTML report's browser tests (tests/test_html_report_browser.py).
+# Debian's Chromium for the HTML report's browser tests (tests/e2e/test_html_report_browser.py).
 # Under CI=true it must be there, so a failed install stops the job; as root elsewhere it
 # is installed if missing; otherwise nothing is installed and the browser tests skip.
 set -euo pipefail
