@@ -120,6 +120,19 @@ def _constant(location: Location) -> Locate:
     return lambda _objective: location
 
 
+def warn_at(
+    category: type[Warning],
+    text: str,
+    objective: Objective,
+    locate: Locate | None = None,
+    width: int | None = None,
+) -> None:
+    """Warn about ``objective`` at its line (``locate``: a spec file's), or else at the
+    line of the user's code that called into pytest-latency."""
+    where = locate or _constant(_caller())
+    _warn(category, text, where(objective), width or default_width())
+
+
 def _warn(category: type[Warning], text: str, location: Location, width: int) -> None:
     """Warn at ``location``, the text wrapped to fit pytest's warnings summary."""
     filename, lineno = location

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_latency.baseline import Baseline
     from pytest_latency.driver import DriveResult, Target
     from pytest_latency.driver.progress import ProgressListener
+    from pytest_latency.gate import Locate
     from pytest_latency.result import LatencyResult, SessionBudget
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
@@ -173,9 +174,11 @@ class LatencySession:
         test: str,
         keep_seed: bool = False,
         sent: bool = False,
+        locate: Locate | None = None,
     ) -> list[ObjectivePower]:
         """Raise UndecidablePlan when the plan offers too few requests to ever pass an
-        objective (a warning with --latency-allow-undecidable); ``sent``: it ran already."""
+        objective (a warning with --latency-allow-undecidable, at the objective's line
+        from ``locate``, or the calling test's line); ``sent``: it ran already."""
         __tracebackhide__ = True
         from pytest_latency.analysis.objectives import spent_confidence
         from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
@@ -190,7 +193,14 @@ class LatencySession:
             confidence = objective_confidence(count, DEFAULT_CONFIDENCE)
         plan = build_plan(self._seeded(workload, keep_seed))
         powers = plan_power(plan, objectives, [confidence] * count)
-        require_power(powers, test, allowed=self.options.allow_undecidable, sent=sent)
+        allowed = self.options.allow_undecidable
+        message = require_power(powers, test, allowed=allowed, sent=sent)
+        if message is not None:
+            from pytest_latency.errors import LatencyUndecidableWarning
+            from pytest_latency.gate import warn_at
+
+            first = next(power.objective for power in powers if not power.decidable)
+            warn_at(LatencyUndecidableWarning, message, first, locate)
         return powers
 
     def _seeded(self, workload: Workload, keep_seed: bool) -> Workload:

@@ -17,6 +17,7 @@ from pytest_latency.session import SESSION_KEY
 from pytest_latency.spec import SpecError
 
 if TYPE_CHECKING:
+    from pytest_latency.gate import Locate
     from pytest_latency.result import LatencyResult
     from pytest_latency.spec_yaml import SloSpec
 
@@ -59,7 +60,9 @@ class SloItem(pytest.Item):
         try:
             # Before any server starts or any request is sent: can the plan decide at
             # all, and is there a baseline for its relative objectives?
-            session.check_plan(self.spec.workload, self.spec.objectives, test=self.nodeid)
+            session.check_plan(
+                self.spec.workload, self.spec.objectives, test=self.nodeid, locate=self._locate()
+            )
             relative = [goal for goal in self.spec.objectives if goal.relative]
             baseline_problem = (
                 session.baseline_problem(session.next_key(key, self.nodeid)) if relative else None
@@ -76,18 +79,23 @@ class SloItem(pytest.Item):
             pytest.fail(problem, pytrace=False)
 
     def runtest(self) -> None:
-        from pytest_latency.gate import enforce, terminal_width, user_path
+        from pytest_latency.gate import enforce, terminal_width
 
         assert self.result is not None  # set by setup
-        # Warnings point at each objective's line of this file.
-        path = user_path(self.path, self.config.invocation_params.dir)
-        lines = dict(zip(self.spec.objectives, self.spec.objective_lines, strict=False))
         enforce(
             self.result,
             self.result.evaluate(self.spec.objectives),
             width=terminal_width(self.config),
-            locate=lambda objective: (path, lines.get(objective, 1)),
+            locate=self._locate(),
         )
+
+    def _locate(self) -> Locate:
+        """Where warnings about an objective point: its line in this file."""
+        from pytest_latency.gate import user_path
+
+        path = user_path(self.path, self.config.invocation_params.dir)
+        lines = dict(zip(self.spec.objectives, self.spec.objective_lines, strict=False))
+        return lambda objective: (path, lines.get(objective, 1))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         from pytest_latency.gate import REPORTED_AS_TEXT

@@ -22,7 +22,6 @@ it may still come out inconclusive. Pure: no I/O, nothing sent.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -31,7 +30,7 @@ from pytest_latency.analysis.compare import per_sample_confidence
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.stored import MIN_TAIL_FOR_LOG_RATIO
 from pytest_latency.analysis.verdict import clopper_pearson, samples_needed
-from pytest_latency.errors import LatencyUndecidableWarning, SpecError, UndecidablePlan
+from pytest_latency.errors import SpecError, UndecidablePlan
 from pytest_latency.spec import Objective, Phase, Workload
 from pytest_latency.workload import Plan, PlannedRequest, build_plan
 
@@ -245,18 +244,19 @@ def undecidable_message(
 
 def require_power(
     powers: Sequence[ObjectivePower], test: str, *, allowed: bool, sent: bool = False
-) -> None:
-    """Raise UndecidablePlan when an objective cannot be decided; warn instead if ``allowed``.
+) -> str | None:
+    """Raise UndecidablePlan when an objective cannot be decided; if ``allowed``, return
+    the message instead (the pytest side warns with it, at the user's line), else None.
 
     ``sent``: the plan has run already (``assert_slo`` checks after ``latency.run``).
     """
     __tracebackhide__ = True
     if all(power.decidable for power in powers):
-        return
+        return None
     message = undecidable_message(powers, test, allowed=allowed, sent=sent)
     if not allowed:
         raise UndecidablePlan(message)
-    warnings.warn(LatencyUndecidableWarning(message), stacklevel=3)
+    return message
 
 
 def _percent(confidence: float) -> str:

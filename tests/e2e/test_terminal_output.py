@@ -68,8 +68,9 @@ def python_test(e2e_max: str) -> str:
 
 
 # Every run here passes a generous --latency-max-lag: a busy machine must not make a run
-# invalid (an error) in tests about output, not generator health.
-RELAXED = ("-p", "no:randomly", "--latency-max-lag", "1s")
+# invalid (an error) in tests about output, not generator health. The p99 objectives
+# are undecidable by design (the tests need inconclusive verdicts), so they are allowed.
+RELAXED = ("-p", "no:randomly", "--latency-max-lag", "1s", "--latency-allow-undecidable")
 
 
 def folded(text: str) -> str:

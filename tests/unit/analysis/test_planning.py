@@ -16,7 +16,7 @@ from pytest_latency.analysis.planning import (
     upper_bound_min_n,
 )
 from pytest_latency.analysis.verdict import objective_confidence
-from pytest_latency.errors import LatencyUndecidableWarning, SpecError, UndecidablePlan
+from pytest_latency.errors import SpecError, UndecidablePlan
 from pytest_latency.spec import Phase, Workload, objective
 from pytest_latency.workload import build_plan
 
@@ -134,8 +134,8 @@ def test_the_readme_spec_of_old_is_refused_with_the_issues_numbers():
     assert "ttft p95 <= 700ms [steady]: 98 requests planned, at least 125 needed at 99.67%" in text
     assert "make steady at least" in text and "Nothing was sent" in text
     assert "itl" not in text and "error_rate" not in text  # decidable ones are not named
-    with pytest.warns(LatencyUndecidableWarning, match="Running anyway"):
-        require_power(powers, "checkout", allowed=True)
+    message = require_power(powers, "checkout", allowed=True)  # the pytest side warns
+    assert message is not None and "Running anyway" in message
 
 
 def test_scope_counts_phase_cohort_and_requests_that_can_have_a_gap():
