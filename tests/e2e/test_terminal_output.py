@@ -122,7 +122,7 @@ def test_the_wide_table_only_where_it_fits_and_the_rates_say_what_they_compare(
     monkeypatch.setenv("COLUMNS", str(columns))
     pytester.makefile(".slo.yaml", fast=FAST_SPEC)
     result = pytester.runpytest(*RELAXED)
-    result.assert_outcomes(passed=1, warnings=1)
+    result.assert_outcomes(passed=1, warnings=2)  # undecidable (allowed), then inconclusive
     output = result.stdout.str()
     assert overlong(after_header(output), columns) == []
     lines = output.splitlines()
@@ -147,10 +147,12 @@ def test_warnings_point_at_the_objective_line_and_the_test_line(
     pytester.makefile(".slo.yaml", fast=FAST_SPEC)  # the p99 objective is on line 12
     pytester.makepyfile(test_api=python_test("5s"))
     result = pytester.runpytest(*RELAXED)
-    result.assert_outcomes(passed=2, warnings=2)
+    result.assert_outcomes(passed=2, warnings=4)  # each: undecidable (allowed), inconclusive
     output = result.stdout.str()
     assert overlong(after_header(output), 100) == []
     warned = output[output.index("warnings summary") : output.index(" latency summary =")]
+    assert "fast.slo.yaml:12: LatencyUndecidableWarning: the plan cannot decide" in warned
+    assert f"test_api.py:{ASSERT_LINE}: LatencyUndecidableWarning: the plan" in warned
     assert "fast.slo.yaml:12: LatencyInconclusiveWarning: ttft p99 <= 2000ms [steady]" in warned
     assert f"test_api.py:{ASSERT_LINE}: LatencyInconclusiveWarning: ttft p99 <= 5000ms" in warned
     assert "- {metric: ttft, p: 99, max: 2s, phase: steady}" in warned  # the user's line
@@ -191,13 +193,13 @@ def test_progress_lines_in_a_ci_log_and_none_under_q(
     )
     pytester.makepyfile(test_api=python_test("5s"))
     result = pytester.runpytest(*RELAXED, "-v")
-    result.assert_outcomes(passed=1, warnings=1)
+    result.assert_outcomes(passed=1, warnings=2)
     result.stdout.re_match_lines(
         [r"latency \ds of 2s: sent \d+/30, completed \d+, in flight \d+, \ds left"]
     )
     assert "\r" not in result.stdout.str()  # plain lines, no rewriting
     quiet = pytester.runpytest(*RELAXED, "-q")
-    quiet.assert_outcomes(passed=1, warnings=1)
+    quiet.assert_outcomes(passed=1, warnings=2)
     assert "latency 1s of" not in quiet.stdout.str()
 
 

@@ -171,7 +171,7 @@ def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
     saved = pytester.runpytest("--latency-save-baseline", "base.json")
     saved.assert_outcomes(passed=1)  # no baseline yet: inconclusive, a warning
     assert "no baseline for this test" in " ".join(saved.stdout.str().split())  # wrapped
-    assert "latency baseline saved to " in saved.stdout.str()
+    assert "latency baseline saved to " in " ".join(saved.stdout.str().split())
     assert "  new       gate.slo.yaml::gate" in saved.stdout.str()
     document = assert_valid_run_file(pytester.path / "base.json")
     (run,) = document["runs"]

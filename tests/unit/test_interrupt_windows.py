@@ -37,6 +37,7 @@ def _default_sigint() -> None:  # a suite started with `&` would hand SIGINT ign
 def test_ctrl_c_while_waiting_for_spans_keeps_the_finished_run(
     server: ScriptedServer, tmp_path: Path
 ) -> None:
+    server.models = ["quick"]  # the preflight checks the model is listed
     server.route("quick", Script(steps=(Step(0.01, chat_chunk("x")), Step(0.02, DONE))))
     (tmp_path / "quick.slo.yaml").write_text(textwrap.dedent(SPEC.format(url=server.url)))
     child = subprocess.Popen(
