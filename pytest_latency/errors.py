@@ -85,5 +85,10 @@ class LatencyComparisonWarning(UserWarning):
     """A comparison's premise is shaky, e.g. the cohort mix changed since the baseline."""
 
 
+# What a failure shows as its message alone: our errors, and our warnings turned into
+# errors (``-W error::pytest_latency.LatencyInconclusiveWarning``).
+REPORTED_AS_TEXT = (LatencyError, LatencyInconclusiveWarning, LatencyComparisonWarning)
+
+
 class LatencyUndecidableWarning(UserWarning):
     """The plan cannot decide an objective, and ``--latency-allow-undecidable`` ran it anyway."""

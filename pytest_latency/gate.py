@@ -22,8 +22,8 @@ from _pytest._code.code import ReprFileLocation, TerminalRepr  # no public name 
 from _pytest._io import TerminalWriter
 
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
+from pytest_latency.errors import REPORTED_AS_TEXT as REPORTED_AS_TEXT
 from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
-from pytest_latency.errors import LatencyError
 from pytest_latency.errors import LatencyInconclusiveWarning as LatencyInconclusiveWarning
 from pytest_latency.errors import LatencyObjectiveError as LatencyObjectiveError
 from pytest_latency.errors import LatencyRunInvalid as LatencyRunInvalid
@@ -34,9 +34,6 @@ from pytest_latency.spec import Objective
 if TYPE_CHECKING:
     from pytest_latency.result import LatencyResult
 
-# What a failure shows as its message alone: our errors, and our warnings turned into
-# errors (``-W error::pytest_latency.LatencyInconclusiveWarning``).
-REPORTED_AS_TEXT = (LatencyError, LatencyInconclusiveWarning, LatencyComparisonWarning)
 Location = tuple[str, int]  # (file as the user knows it, 1-based line)
 Locate = Callable[[Objective], Location]
 _PACKAGE = str(Path(__file__).resolve().parent) + os.sep

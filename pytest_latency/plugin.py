@@ -175,10 +175,9 @@ def pytest_runtest_makereport(
 
 
 def _shorten(item: pytest.Item, report: pytest.TestReport, error: BaseException) -> None:
-    from pytest_latency import errors  # imports nothing else
+    from pytest_latency.errors import REPORTED_AS_TEXT  # imports nothing else
 
-    ours = (errors.LatencyError, errors.LatencyInconclusiveWarning, errors.LatencyComparisonWarning)
-    if isinstance(error, ours):
+    if isinstance(error, REPORTED_AS_TEXT):
         from pytest_latency.gate import shorten_report
         from pytest_latency.yaml_items import SloItem
 
