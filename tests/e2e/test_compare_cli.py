@@ -12,7 +12,12 @@ import pytest
 
 from pytest_latency.analysis.side_by_side import Cell
 from pytest_latency.cli import main
-from pytest_latency.records import RequestRecord, Status, record_to_dict, write_runs
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.report.json_report import write_json
+from pytest_latency.spec import Phase
+from tests.helpers.html_runs import make_result
+
+PHASES = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))
 
 
 def _records(scale: float, failed: int = 0) -> list[RequestRecord]:
@@ -36,13 +41,8 @@ def _records(scale: float, failed: int = 0) -> list[RequestRecord]:
 
 
 def _write(path: Path, runs: dict[str, list[RequestRecord]]) -> Path:
-    write_runs(
-        path,
-        [
-            {"test": test, "requests": [record_to_dict(record) for record in records]}
-            for test, records in runs.items()
-        ],
-    )
+    """Real run files, as the plugin writes them (they must match the JSON schema)."""
+    write_json(path, [make_result(records, PHASES, test=test) for test, records in runs.items()])
     return path
 
 

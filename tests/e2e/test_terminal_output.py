@@ -73,6 +73,14 @@ def python_test(e2e_max: str) -> str:
 RELAXED = ("-p", "no:randomly", "--latency-max-lag", "1s", "--latency-allow-undecidable")
 
 
+@pytest.fixture(autouse=True)
+def not_on_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest prints short-summary lines whole, never cut to the width, when CI or
+    BUILD_NUMBER is set; these tests are about the terminal, so they run as off CI."""
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
 def folded(text: str) -> str:
     """Whitespace folded, so phrases are found across wrapped lines."""
     return " ".join(text.split())
@@ -112,6 +120,19 @@ def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     assert text.count("A diagnosis is a hypothesis, not causation") == 1
     # The short summary names the failed objective, with its estimate and bounds.
     failed = r"FAILED queue\.slo\.yaml::queue - ttft p50 \[steady\] \S+ > 1ms"
+    result.stdout.re_match_lines([failed])
+
+
+def test_on_ci_the_short_summary_carries_the_estimate_and_bounds_whole(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("CI", "true")
+    pytester.makefile(".slo.yaml", queue=QUEUEING_SPEC)
+    result = pytester.runpytest("-rf", *RELAXED)
+    result.assert_outcomes(failed=1)
+    failed = r"FAILED queue\.slo\.yaml::queue - ttft p50 \[steady\] \S+ > 1ms"
+    failed += r" \(bounds \S+\.\.\S+\)$"
     result.stdout.re_match_lines([failed])
 
 
