@@ -7,6 +7,7 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, cast, get_args
 
 from pytest_latency import spec_checks as check
@@ -23,6 +24,7 @@ from pytest_latency.spec_phase import Phase as Phase  # re-exported
 from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec_phase import burst as burst  # re-exported
 from pytest_latency.spec_phase import steady as steady  # re-exported
+from pytest_latency.spec_prompts import PromptSource
 from pytest_latency.spec_units import objective_limits
 
 Api = Literal["chat", "completions"]
@@ -76,9 +78,15 @@ class Workload:
     repeat: int = 1
     cooldown_s: float = 0.0
     max_concurrency: int | None = None  # requests in flight at most (None: open loop)
+    prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
+    tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
 
     def __post_init__(self) -> None:
         self._check_phases()
+        if self.prompts is not None and not isinstance(self.prompts, PromptSource):
+            raise check.FieldError("prompts", "prompts must come from prompt_dataset(file, format)")
+        if isinstance(self.tokenizer, str):
+            object.__setattr__(self, "tokenizer", Path(self.tokenizer))
         if isinstance(self.input_tokens, list):
             object.__setattr__(self, "input_tokens", tuple(self.input_tokens))
         check.token_range("input_tokens", self.input_tokens, 1, MAX_TOKENS)
@@ -162,6 +170,8 @@ class Workload:
             "cooldown_s": self.cooldown_s,
             # Only when set, so that earlier baselines keep their fingerprint.
             **({"max_concurrency": self.max_concurrency} if self.max_concurrency else {}),
+            **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
+            **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             "phases": [
                 {
                     "name": phase.name,
@@ -171,6 +181,7 @@ class Workload:
                     "burstiness": phase.burstiness,
                     **({"rate_to": phase.rate_to} if phase.rate_to is not None else {}),
                     **({"stop": phase.stop.to_json()} if phase.stop is not None else {}),
+                    **({"trace": phase.trace.to_json()} if phase.trace is not None else {}),
                 }
                 for phase in self.phases
             ],

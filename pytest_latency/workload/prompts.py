@@ -25,7 +25,7 @@ _TOPICS = (
     "volcanoes",
     "electric circuits",
 )
-_FILLER = (
+FILLER = (
     "please",
     "explain",
     "step",
@@ -66,6 +66,6 @@ def make_prompt(request_id: int, tokens: int, rng: np.random.Generator, seed: in
     words = head[:tokens]
     remaining = tokens - len(words)
     if remaining > 0:
-        picks = rng.integers(len(_FILLER), size=remaining)
-        words.extend(_FILLER[int(index)] for index in picks)
+        picks = rng.integers(len(FILLER), size=remaining)
+        words.extend(FILLER[int(index)] for index in picks)
     return " ".join(words)
