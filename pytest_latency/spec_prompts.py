@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -46,7 +46,7 @@ class PromptSource:
     file: str
     format: PromptFormat
     sha256: str
-    prompts: tuple[DatasetPrompt, ...]
+    prompts: tuple[DatasetPrompt, ...] = field(repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_latency import spec_checks as check
 from pytest_latency.spec_files import DataFileError, DigestingReader, json_line, whole_number
-from pytest_latency.spec_phase import MAX_DURATION_S, MAX_RATE, Phase
+from pytest_latency.spec_phase import MAX_DURATION_S, MAX_RATE, Phase, StopRule
 
 MAX_SPEED = 1000.0
 MIN_SPEED = 0.001
@@ -50,8 +50,8 @@ class Trace:
 
     file: str
     sha256: str
-    requests: tuple[TraceRequest, ...]
-    duration_s: float
+    requests: tuple[TraceRequest, ...] = field(repr=False)
+    duration_s: float = 0.0
     speed: float = 1.0
     window: tuple[float, float] | None = None  # (start, duration) of trace time, seconds
 
@@ -233,6 +233,7 @@ def trace_phase(
     name: str = "replay",
     speed: float = 1.0,
     window: tuple[float, float] | None = None,
+    stop: StopRule | None = None,
 ) -> Phase:
     """A phase that replays a trace file at its instants: ``trace_phase("trace.jsonl")``.
 
@@ -255,4 +256,5 @@ def trace_phase(
         duration_s=trace.duration_s,
         arrival="trace",
         trace=trace,
+        stop=stop,
     )

@@ -61,6 +61,7 @@ class _Planner:
                     output_tokens=cap,
                     prompt=prompt,
                     episode=episode,
+                    input_tokens_source=self.shaper.source,
                 )
             )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pytest_latency.records import InputTokenSource
 from pytest_latency.workload.prompts import FILLER, make_prompt
 from pytest_latency.workload.tokenizer import PromptTokenizer, load_tokenizer
 
@@ -32,7 +33,7 @@ class PromptShaper:
         self._blocks: dict[int, list[str]] = {}
 
     @property
-    def source(self) -> str:
+    def source(self) -> InputTokenSource:
         """How input lengths are known: ``tokenizer`` (exact) or ``estimate`` (words)."""
         return "estimate" if self._tokenizer is None else "tokenizer"
 

@@ -46,6 +46,9 @@ def trace_requests(
                 output_tokens=line.output_tokens or workload.output_tokens,
                 prompt=prompt,
                 episode=episode,
+                session=line.session,
+                input_tokens_source=shaper.source,
+                prefix_blocks=line.hash_ids,
             )
         )
     return requests
