@@ -15,6 +15,7 @@ from pytest_latency import spec_gates as gates
 from pytest_latency.errors import SpecError as SpecError  # re-exported
 from pytest_latency.spec_checks import gpu_ids as gpu_ids  # re-exported
 from pytest_latency.spec_checks import parse_gpus as parse_gpus  # re-exported
+from pytest_latency.spec_files import MAX_TOKENS as MAX_TOKENS  # re-exported
 from pytest_latency.spec_phase import ARRIVALS as ARRIVALS  # re-exported
 from pytest_latency.spec_phase import MAX_BURSTINESS as MAX_BURSTINESS  # re-exported
 from pytest_latency.spec_phase import MAX_DURATION_S as MAX_DURATION_S  # re-exported
@@ -55,7 +56,6 @@ MAX_REPEAT = 1000
 MAX_CONCURRENCY = 1_000_000
 # Limits (docs/specs.md "Limits"): every number in a spec is finite and inside these.
 MAX_PLANNED_REQUESTS = 10_000_000  # rate x duration, summed over phases and repeats
-MAX_TOKENS = 1_000_000  # input and output tokens of one request
 MAX_TIMEOUT_S = 3600.0  # per request
 MAX_WARMUP = 10_000  # warm-up requests
 MAX_SEED = 2**63 - 1  # seeds are 0..MAX_SEED

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pytest_latency.errors import SpecError
 
+MAX_TOKENS = 1_000_000  # input or output tokens of one request (docs/specs.md "Limits")
+
 
 class DataFileError(SpecError):
     """A trace or dataset file is invalid: ``path:line: key: problem``."""
@@ -63,10 +65,14 @@ def json_line(path: Path, number: int, text: str) -> dict[str, object]:
     return value
 
 
-def whole_number(path: Path, number: int, key: str, value: object, low: int = 0) -> int:
-    """A whole number >= ``low`` (JSON 3.0 counts as 3; true/false do not)."""
+def whole_number(
+    path: Path, number: int, key: str, value: object, low: int = 0, high: int | None = None
+) -> int:
+    """A whole number in ``[low, high]`` (JSON 3.0 counts as 3; true/false do not)."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise DataFileError(path, number, key, f"must be a whole number >= {low}, got {value!r}")
+    if high is not None and value > high:
+        raise DataFileError(path, number, key, f"must be at most {high:,}, got {value:,}")
     return value

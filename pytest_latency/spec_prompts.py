@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from pytest_latency.spec_files import DataFileError, DigestingReader, json_line, whole_number
+from pytest_latency.spec_files import (
+    MAX_TOKENS,
+    DataFileError,
+    DigestingReader,
+    json_line,
+    whole_number,
+)
 
 PromptFormat = Literal["sharegpt", "openai-chat", "text"]
 PROMPT_FORMATS: tuple[str, ...] = get_args(PromptFormat)
@@ -94,7 +100,7 @@ def _openai_chat(path: Path, line: int, record: dict[str, object]) -> DatasetPro
     messages = _turns(path, line, record, "messages")
     output = None
     if "max_tokens" in record:
-        output = whole_number(path, line, "max_tokens", record["max_tokens"], 1)
+        output = whole_number(path, line, "max_tokens", record["max_tokens"], 1, MAX_TOKENS)
     for index, message in enumerate(messages):
         key = f"messages[{index}]"
         if not isinstance(message, dict) or "role" not in message:

@@ -22,7 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_latency import spec_checks as check
-from pytest_latency.spec_files import DataFileError, DigestingReader, json_line, whole_number
+from pytest_latency.spec_files import (
+    MAX_TOKENS,
+    DataFileError,
+    DigestingReader,
+    json_line,
+    whole_number,
+)
 from pytest_latency.spec_phase import MAX_DURATION_S, MAX_RATE, Phase, StopRule
 
 MAX_SPEED = 1000.0
@@ -105,10 +111,10 @@ def _row(path: Path, line: int, record: dict[str, object]) -> _Row:
         timestamp_ms=_timestamp(path, line, record["timestamp"]),
         input_tokens=None
         if inputs is None
-        else whole_number(path, line, "input_length", inputs, 1),
+        else whole_number(path, line, "input_length", inputs, 1, MAX_TOKENS),
         output_tokens=None
         if outputs is None
-        else whole_number(path, line, "output_length", outputs, 1),
+        else whole_number(path, line, "output_length", outputs, 1, MAX_TOKENS),
         line=line,
         text=text,
         hash_ids=_hash_ids(path, line, record["hash_ids"]) if "hash_ids" in record else (),
@@ -131,38 +137,47 @@ def _csv_number(path: Path, line: int, key: str, text: str) -> object:
         raise DataFileError(path, line, key, f"must be a number, got {text!r}") from None
 
 
-def _csv_rows(path: Path, lines: list[tuple[int, str]]) -> list[_Row]:
-    header_line, header = lines[0]
+def _csv_columns(path: Path, line: int, header: str) -> list[str]:
     columns = [name.strip() for name in next(csv.reader([header]))]
     for name in columns:
         if name not in _COLUMNS:
             allowed = ", ".join(_COLUMNS)
-            raise DataFileError(path, header_line, name, f"unknown column; allowed: {allowed}")
-    rows = []
-    for number, text in lines[1:]:
-        cells = next(csv.reader([text]))
-        if len(cells) != len(columns):
-            problem = f"expected {len(columns)} values as in the header, got {len(cells)}"
-            raise DataFileError(path, number, "(csv)", problem)
-        record = {
-            key: _csv_value(path, number, key, cell.strip())
-            for key, cell in zip(columns, cells, strict=True)
-        }
-        rows.append(_row(path, number, {k: v for k, v in record.items() if v is not None}))
-    return rows
+            raise DataFileError(path, line, name, f"unknown column; allowed: {allowed}")
+    return columns
+
+
+def _csv_row(path: Path, line: int, text: str, columns: list[str]) -> _Row:
+    cells = next(csv.reader([text]))
+    if len(cells) != len(columns):
+        problem = f"expected {len(columns)} values as in the header, got {len(cells)}"
+        raise DataFileError(path, line, "(csv)", problem)
+    record = {
+        key: _csv_value(path, line, key, cell.strip())
+        for key, cell in zip(columns, cells, strict=True)
+    }
+    return _row(path, line, {key: value for key, value in record.items() if value is not None})
 
 
 def _read_rows(path: Path) -> tuple[list[_Row], str]:
+    """Every request of the file, parsed as it streams by (only the rows are kept)."""
     reader = DigestingReader(path)
-    lines = [(number, text) for number, text in reader.lines() if text.strip()]
-    if not lines:
-        raise DataFileError(path, 1, "(file)", "the trace has no requests")
-    if lines[0][1].lstrip().startswith("{"):
-        rows = [_row(path, number, json_line(path, number, text)) for number, text in lines]
-    else:
-        rows = _csv_rows(path, lines)
+    rows: list[_Row] = []
+    columns: list[str] | None = None
+    jsonl: bool | None = None
+    for number, text in reader.lines():
+        if not text.strip():
+            continue
+        if jsonl is None:
+            jsonl = text.lstrip().startswith("{")
+            if not jsonl:
+                columns = _csv_columns(path, number, text)
+                continue
+        if columns is None:
+            rows.append(_row(path, number, json_line(path, number, text)))
+        else:
+            rows.append(_csv_row(path, number, text, columns))
     if not rows:
-        raise DataFileError(path, lines[0][0], "(file)", "the trace has no requests")
+        raise DataFileError(path, 1, "(file)", "the trace has no requests")
     return rows, reader.sha256
 
 

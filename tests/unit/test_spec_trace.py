@@ -127,3 +127,9 @@ def test_a_trace_phase_needs_a_trace() -> None:
 
     with pytest.raises(SpecError, match="trace_phase"):
         Phase("replay", rate=1, duration_s=1, arrival="trace")
+
+
+def test_lengths_over_the_limit_are_refused(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path, [{"timestamp": 0, "input_length": 2_000_000}])
+    with pytest.raises(DataFileError, match=r":1: input_length: must be at most 1,000,000"):
+        load_trace(path)
