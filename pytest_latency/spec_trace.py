@@ -48,6 +48,7 @@ class TraceRequest:
     text: str | None = None
     hash_ids: tuple[int, ...] = ()
     session: int | None = None  # session ids numbered by first appearance
+    turn: int | None = None  # the line's place in its session (0, 1, ...), in time order
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,13 +182,20 @@ def _read_rows(path: Path) -> tuple[list[_Row], str]:
     return rows, reader.sha256
 
 
-def _sessions(rows: list[_Row]) -> list[int | None]:
-    """Session ids (any text or number) as 0, 1, ... by first appearance."""
+def _sessions(rows: list[_Row]) -> list[tuple[int | None, int | None]]:
+    """(session, turn) per row: session ids (any text or number) as 0, 1, ... by first
+    appearance, and each line's turn as its place among its session's lines in time."""
     numbers: dict[str, int] = {}
-    return [
-        None if row.session is None else numbers.setdefault(str(row.session), len(numbers))
-        for row in rows
-    ]
+    turns: dict[int, int] = {}
+    placed: list[tuple[int | None, int | None]] = []
+    for row in rows:
+        if row.session is None:
+            placed.append((None, None))
+            continue
+        session = numbers.setdefault(str(row.session), len(numbers))
+        turns[session] = turns.get(session, -1) + 1
+        placed.append((session, turns[session]))
+    return placed
 
 
 def _window(
@@ -229,8 +237,9 @@ def load_trace(
             text=row.text,
             hash_ids=row.hash_ids,
             session=session,
+            turn=turn,
         )
-        for row, session in zip(rows, _sessions(rows), strict=True)
+        for row, (session, turn) in zip(rows, _sessions(rows), strict=True)
     )
     return Trace(
         file=name or path.name,

@@ -47,6 +47,7 @@ def trace_requests(
                 prompt=prompt,
                 episode=episode,
                 session=line.session,
+                turn=line.turn,
                 input_tokens_source=shaper.source,
                 prefix_blocks=line.hash_ids,
             )

@@ -67,8 +67,10 @@ def test_aiperf_layout_with_text_and_sessions(tmp_path: Path) -> None:
     ]
     trace = load_trace(_jsonl(tmp_path, rows))
     assert [line.session for line in trace.requests] == [0, 1, 0]
+    assert [line.turn for line in trace.requests] == [0, 0, 1]
     plan = build_plan(Workload(phases=(trace_phase(tmp_path / "trace.jsonl"),), output_tokens=9))
     assert plan.requests[0].prompt == "hello there friend"
+    assert [(r.session, r.turn) for r in plan.requests] == [(0, 0), (1, 0), (0, 1)]
     assert [r.input_tokens for r in plan.requests] == [3, 5, 5]
     assert [r.output_tokens for r in plan.requests] == [9, 3, 9]
 
