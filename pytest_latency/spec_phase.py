@@ -11,13 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_fraction
-
-if TYPE_CHECKING:
-    from pytest_latency.spec_trace import Trace
+from pytest_latency.spec_trace_lines import Trace
 
 Arrival = Literal["constant", "poisson", "gamma", "ramp", "trace"]
 # The Literal type is the single source of the allowed values.
