@@ -63,3 +63,34 @@ def test_own_prompts_are_dealt_from_the_dataset(pytester: pytest.Pytester) -> No
     # Words are the estimate; the embedded server counts the same words.
     assert all(r["prompt_tokens"] == r["input_tokens"] for r in requests)
     assert run["workload"]["prompts"]["prompts"] == len(dataset)
+
+
+@pytest.mark.slow
+def test_a_tokenizer_sizes_prompts_in_true_tokens(pytester: pytest.Pytester) -> None:
+    from tests.helpers.tiny_tokenizer import write_tiny_tokenizer
+
+    write_tiny_tokenizer(pytester.path / "tok")
+    pytester.makefile(
+        ".slo.yaml",
+        tokens="""
+        workload:
+          seed: 3
+          input_tokens: [40, 80]
+          output_tokens: 4
+          tokenizer: tok
+          phases:
+            - {name: steady, arrival: constant, rate: 10, duration: 3s}
+        objectives:
+          - {metric: ttft, p: 50, max: 2s}
+        """,
+    )
+    result = pytester.runpytest("--latency-json", "latency.json")
+    result.assert_outcomes(passed=1)
+    (run,) = assert_valid_run_file(pytester.path / "latency.json")["runs"]
+    requests = run["requests"]
+    assert {r["input_tokens_source"] for r in requests} == {"tokenizer"}
+    assert all(40 <= r["input_tokens"] <= 80 for r in requests)
+    # The tiny tokenizer's tokens come back as space-separated words, and the embedded
+    # server counts words: its count is the tokenizer's, exactly.
+    assert all(r["prompt_tokens"] == r["input_tokens"] for r in requests)
+    assert run["workload"]["tokenizer"] == "tok"
