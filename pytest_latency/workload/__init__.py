@@ -19,7 +19,8 @@ from pytest_latency.workload.traces import trace_requests
 __all__ = ("Plan", "PlannedRequest", "arrival_times", "build_plan", "make_prompt")
 
 # Independent random streams per purpose, so changing request shapes never moves arrivals.
-_ARRIVALS, _SHAPES, _WARMUP, _DATASET, _TRACE = 0, 1, 2, 3, 4
+# (Streams 3 and 4 are kept for shared prefixes and sessions; shaper.py uses 7.)
+_ARRIVALS, _SHAPES, _WARMUP, _DATASET, _TRACE = 0, 1, 2, 5, 6
 
 
 class _Planner:

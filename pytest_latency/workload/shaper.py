@@ -19,7 +19,7 @@ from pytest_latency.workload.prompts import FILLER, make_prompt
 from pytest_latency.workload.tokenizer import PromptTokenizer, load_tokenizer
 
 BLOCK_TOKENS = 512  # Mooncake's and AIPerf's block size for hash_ids
-_BLOCKS = 5  # random stream of block texts (beside workload/__init__.py's streams)
+_BLOCKS = 7  # random stream of block texts (workload/__init__.py lists the others)
 
 
 class PromptShaper:
