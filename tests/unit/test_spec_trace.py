@@ -49,6 +49,16 @@ def test_plan_sends_at_the_trace_instants_with_the_trace_lengths(tmp_path: Path)
     assert replay[2].prompt.split()[0] != replay[0].prompt.split()[0]
 
 
+def test_arrival_times_of_a_trace_phase_are_the_trace_offsets(tmp_path: Path) -> None:
+    import numpy as np
+
+    from pytest_latency.workload import arrival_times
+
+    phase = trace_phase(_jsonl(tmp_path, MOONCAKE))
+    times = arrival_times(phase, np.random.default_rng(0))
+    assert times.tolist() == [0.0, 0.25, 2.0]
+
+
 def test_speed_and_window(tmp_path: Path) -> None:
     path = _jsonl(tmp_path, MOONCAKE)
     fast = load_trace(path, speed=2.0)
