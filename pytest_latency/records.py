@@ -41,6 +41,9 @@ class Status(StrEnum):
 
 
 TokenSource = Literal["usage", "chunks"]
+# How a request's planned ``input_tokens`` was counted: exactly, by a tokenizer, or as an
+# estimate (one word per token); the server's count, when reported, is ``prompt_tokens``.
+InputTokenSource = Literal["tokenizer", "estimate"]
 
 
 @dataclass(slots=True)
@@ -82,6 +85,15 @@ class RequestRecord:
     # With ``max_concurrency``: how long it waited for a free slot after its planned send
     # time (part of its latency, which is still measured from ``intended_s``).
     slot_wait_s: float | None = None
+    # Multi-turn sessions: the conversation's id and this request's turn (0, 1, ...).
+    session: int | None = None
+    turn: int | None = None
+    input_tokens_source: InputTokenSource = "estimate"
+    # The server's own counts from ``usage``: prompt tokens, and how many of them it
+    # served from its prefix cache (``prompt_tokens_details.cached_tokens``); None when
+    # it did not report them.
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -139,7 +151,10 @@ class RequestRecord:
 # Fields a reader restores; the derived ones (ttft_s, e2e_s, ...) are written for people
 # and other tools, and recomputed from these on reading.
 _INT_FIELDS = ("id", "input_tokens")
-_OPTIONAL_INT_FIELDS = ("max_tokens", "http_status", "output_tokens")
+_OPTIONAL_INT_FIELDS = (
+    "max_tokens", "http_status", "output_tokens", "session", "turn", "prompt_tokens",
+    "cached_tokens",
+)  # fmt: skip
 _OPTIONAL_FLOAT_FIELDS = (
     "sent_s", "first_token_s", "end_s", "queue_wait_s", "prefill_s", "decode_s",
     "slot_wait_s",
@@ -190,6 +205,11 @@ def record_to_dict(
         "max_tokens": record.max_tokens,
         "output_tokens": record.output_tokens,
         "output_tokens_source": record.output_tokens_source,
+        "input_tokens_source": record.input_tokens_source,
+        "prompt_tokens": record.prompt_tokens,
+        "cached_tokens": record.cached_tokens,
+        "session": record.session,
+        "turn": record.turn,
     }
     if keep_gaps and len(record.itl_s):
         row["itl_s"] = [float(gap) for gap in record.itl_s]
@@ -244,6 +264,9 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
     source = row.get("output_tokens_source")
     if source is not None and source not in get_args(TokenSource):
         raise ValueError(f"output_tokens_source must be usage or chunks, got {source!r}")
+    input_source = row.get("input_tokens_source", "estimate")
+    if input_source not in get_args(InputTokenSource):
+        raise ValueError(f"input_tokens_source must be tokenizer or estimate, got {input_source!r}")
     gaps = row.get("itl_s") or []
     # A set of the gaps' types, not a check per gap: a run file holds millions of gaps,
     # and this is most of the time spent reading one after the JSON parse itself.
@@ -261,6 +284,7 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
         episode=_integer(row, "episode", required=False) or 0,
         status=status,
         output_tokens_source=source,
+        input_tokens_source=input_source,
         itl_s=np.asarray(gaps, dtype=np.float64),
         itl_summary=summary,
         **values,

@@ -165,17 +165,7 @@ class Run:
         self.target = target
         self.spans = spans if spans is not None else ClientSpans()
         ordered = sorted(plan.requests, key=lambda request: request.id)
-        self.records = [
-            RequestRecord(
-                id=request.id,
-                phase=request.phase,
-                intended_s=request.intended_s,
-                input_tokens=request.input_tokens,
-                max_tokens=request.output_tokens,
-                episode=request.episode,
-            )
-            for request in ordered
-        ]
+        self.records = [request.blank_record() for request in ordered]
         pairs = zip(ordered, self.records, strict=True)
         self._schedule = sorted(pairs, key=lambda pair: pair[0].intended_s)
         self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts

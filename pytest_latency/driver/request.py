@@ -169,6 +169,7 @@ class Sender:
             record.end_s = (end_ns - t0) / 1e9
         if state.timings is not None:
             record.stream_timings = state.timings
+        record.prompt_tokens, record.cached_tokens = state.prompt_tokens, state.cached_tokens
         if state.usage_tokens is not None:
             record.output_tokens, record.output_tokens_source = state.usage_tokens, "usage"
         else:

@@ -134,12 +134,14 @@ class StreamState:
     """The token timeline of one streamed response (instants in perf_counter ns)."""
 
     __slots__ = (
+        "cached_tokens",
         "chunks",
         "done",
         "finished",
         "first_ns",
         "gaps",
         "last_ns",
+        "prompt_tokens",
         "timings",
         "usage_tokens",
     )
@@ -150,6 +152,8 @@ class StreamState:
         self.gaps = gaps  # seconds between successive content chunks
         self.chunks = 0  # content-bearing chunks
         self.usage_tokens: int | None = None
+        self.prompt_tokens: int | None = None  # the server's count of the prompt
+        self.cached_tokens: int | None = None  # of which served from its prefix cache
         self.timings: dict[str, Any] | None = None  # llama.cpp's per-request ``timings``
         self.finished = False  # a choice reported finish_reason
         self.done = False  # [DONE] received
@@ -201,6 +205,17 @@ class StreamState:
             self.timings = timings
         usage = chunk.get("usage")
         if usage:
-            tokens = usage.get("completion_tokens")
-            if type(tokens) is int:
-                self.usage_tokens = tokens
+            self._usage(usage)
+
+    def _usage(self, usage: dict[str, Any]) -> None:
+        tokens = usage.get("completion_tokens")
+        if type(tokens) is int:
+            self.usage_tokens = tokens
+        prompt = usage.get("prompt_tokens")
+        if type(prompt) is int:
+            self.prompt_tokens = prompt
+        # vLLM and OpenAI: usage.prompt_tokens_details.cached_tokens (null when unknown).
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        if type(cached) is int:
+            self.cached_tokens = cached

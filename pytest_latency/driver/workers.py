@@ -31,7 +31,7 @@ from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Targe
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.workload.plan import Plan
+from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
 
@@ -188,14 +188,9 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             "%s: its %d requests are recorded as cancelled", reason, len(worker.part.requests)
         )
         for request in worker.part.requests:
-            records[request.id] = _lost(request.id, request.phase, request.intended_s, reason)
-            records[request.id].input_tokens = request.input_tokens
-            records[request.id].max_tokens = request.output_tokens
-            records[request.id].episode = request.episode
+            records[request.id] = _lost(request, reason)
     for request in plan.requests:  # a plan with no worker at all (never expected)
-        records.setdefault(
-            request.id, _lost(request.id, request.phase, request.intended_s, "no worker")
-        )
+        records.setdefault(request.id, _lost(request, "no worker"))
     now = time.perf_counter_ns()
     started_at = time.time() - (now - t0) / 1e9 if t0 else time.time()
     if t0 and not elapsed:
@@ -203,8 +198,8 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
     return DriveResult([records[key] for key in sorted(records)], started_at, elapsed, t0)
 
 
-def _lost(request_id: int, phase: str, intended_s: float, reason: str) -> RequestRecord:
-    record = RequestRecord(id=request_id, phase=phase, intended_s=intended_s, input_tokens=0)
+def _lost(request: PlannedRequest, reason: str) -> RequestRecord:
+    record = request.blank_record()
     record.status = Status.CANCELLED
     record.error = f"{reason}; the request's outcome is unknown"
     return record

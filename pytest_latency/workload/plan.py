@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_latency.records import InputTokenSource, RequestRecord
 from pytest_latency.spec import Workload
 
 
@@ -18,6 +19,31 @@ class PlannedRequest:
     output_tokens: int
     prompt: str
     episode: int = 0  # which repeat of the phases (``repeat: k``)
+    # A multi-turn conversation's id and this request's turn in it (0, 1, ...); None
+    # outside sessions.
+    session: int | None = None
+    turn: int | None = None
+    # Whether ``input_tokens`` is exact ("tokenizer": built with the model's tokenizer) or
+    # the planned length in words ("estimate"); the server's own count is recorded apart.
+    input_tokens_source: InputTokenSource = "estimate"
+    # Hash ids of the shared-prefix blocks the prompt starts with (a trace's ``hash_ids``,
+    # a ``prefix:`` group's blocks); empty when the prompt shares nothing by design.
+    prefix_blocks: tuple[int, ...] = ()
+
+    def blank_record(self) -> RequestRecord:
+        """The record this request starts with (cancelled, unsent), carrying what the plan
+        knows of it; the driver fills in the rest. The one place a plan becomes records."""
+        return RequestRecord(
+            id=self.id,
+            phase=self.phase,
+            intended_s=self.intended_s,
+            input_tokens=self.input_tokens,
+            max_tokens=self.output_tokens,
+            episode=self.episode,
+            session=self.session,
+            turn=self.turn,
+            input_tokens_source=self.input_tokens_source,
+        )
 
 
 @dataclass(frozen=True, slots=True)
