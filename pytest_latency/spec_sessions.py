@@ -47,6 +47,7 @@ class Prefix:
         check.number("share", self.share, at_least=0, at_most=1, what="prefix share")
 
     def to_json(self) -> dict[str, object]:
+        """As the run's JSON and the baseline fingerprint keep it."""
         return {"groups": self.groups, "tokens": self.tokens, "share": self.share}
 
 
@@ -73,9 +74,11 @@ class Sessions:
 
     @property
     def mean_turns(self) -> float:
+        """Turns per session on average (the range's mid-point)."""
         return (self.turns[0] + self.turns[1]) / 2.0
 
     def to_json(self) -> dict[str, object]:
+        """As the run's JSON and the baseline fingerprint keep it."""
         return {"turns": list(self.turns), "think_time_s": self.think_time_s}
 
 
