@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,6 +55,29 @@ def test_same_seed_same_plan_byte_for_byte_and_the_nonce_changes_every_prompt() 
     assert [r.input_tokens for r in first.requests] == [r.input_tokens for r in other.requests]
     for one, two in zip(first.requests, other.requests, strict=True):
         assert one.prompt.split()[:2] != two.prompt.split()[:2]  # nothing shared across runs
+
+
+_DIGEST_SCRIPT = """
+import hashlib
+from pytest_latency.spec import Phase, Prefix, Sessions, Workload
+from pytest_latency.workload import build_plan
+steady = (Phase("steady", rate=10, duration_s=10, arrival="constant"),)
+plan = build_plan(Workload(phases=steady, seed=11, prefix=Prefix(groups=2, tokens=50),
+                           sessions=Sessions(turns=(1, 4), think_time_s=1.0)))
+text = repr([(r.id, r.intended_s, r.input_tokens, r.prompt, r.session, r.turn)
+             for r in plan.requests])
+print(hashlib.sha256(text.encode()).hexdigest())
+"""
+
+
+def test_the_plan_is_the_same_in_another_process_whatever_its_hash_seed() -> None:
+    workload = Workload(phases=STEADY, seed=11, prefix=Prefix(groups=2, tokens=50),
+                        sessions=Sessions(turns=(1, 4), think_time_s=1.0))  # fmt: skip
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run([sys.executable, "-c", _DIGEST_SCRIPT], env=env,
+                              capture_output=True, text=True, check=True, timeout=120)  # fmt: skip
+        assert done.stdout.strip() == _digest(workload)
 
 
 def test_sessions_plan_turns_whose_input_grows_by_the_conversation_so_far() -> None:
