@@ -17,7 +17,7 @@ def test_student_assistant_spike(latency):
     latency.plan(*phases, objectives=OBJECTIVES, **options)
     result = latency.run(*phases, warmup_requests=2, **options)
     result.assert_slo(*OBJECTIVES)
-    # The lesson's reading of the spike: first-token latency grows with the burst while
+    # How to read the spike: first-token latency grows with the burst while
     # the gap between tokens barely moves, so the delay is before generation (queueing).
     ttft_growth = result.percentile("ttft", 95, "burst") / result.percentile("ttft", 95, "steady")
     itl_change = result.percentile("itl", 50, "burst") / result.percentile("itl", 50, "steady")

@@ -140,10 +140,25 @@ def _workload(
     phases: Sequence[Phase], workload: Workload | None, options: dict[str, Any]
 ) -> Workload:
     if workload is None:
+        _check_workload_options(options)
         return Workload(phases=tuple(phases), **options)
     if phases or options:
-        raise TypeError("pass either phases with options, or a whole workload, not both")
+        raise SpecError("pass either phases with options, or a whole workload, not both")
     return workload
+
+
+def _check_workload_options(options: dict[str, Any]) -> None:
+    """An unknown keyword is a SpecError naming the one meant, never a raw TypeError."""
+    import difflib
+
+    known = [f.name for f in dataclasses.fields(Workload) if f.name != "phases"]
+    for name in options:
+        if name in known:
+            continue
+        # ``timeout`` for ``timeout_s``: the unit suffix is what is usually missing.
+        close = [f"{name}_s"] if f"{name}_s" in known else difflib.get_close_matches(name, known)
+        hint = f"; did you mean {close[0]}?" if close else f" (known: {', '.join(known)})"
+        raise SpecError(f"latency.run: unknown workload option {name!r}{hint}")
 
 
 # Raised by the fixture's calls when the test could not measure at all (the server is

@@ -256,7 +256,7 @@ class LatencySession:
             server_metrics=series,
             health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
-            interrupted=None if interrupted is None else f"interrupted ({interrupt_reason()})",
+            interrupted=None if interrupted is None else _stop_reason(interrupted),
         )
         result.gate = enforce
         result.error_budget = self.error_budget
@@ -266,8 +266,8 @@ class LatencySession:
         result.baseline_key = baseline_key
         self._attach_baseline(result)
         self._keep(result, node or test, key or test)
-        if interrupted is not None:
-            raise interrupted  # the run is kept for the JSON (interrupted: true)
+        if interrupted is not None:  # the run is kept for the JSON (interrupted: true)
+            raise getattr(interrupted, "cause", interrupted)  # a RunAborted's own error
         if self._on_run is not None:
             self._on_run(result)
         return result
@@ -297,12 +297,13 @@ class LatencySession:
 
     def _drive(
         self, plan: Plan, target: Target, kind: str
-    ) -> tuple[KeyboardInterrupt | None, DriveResult, MetricsSeries | None]:
-        """Run the plan while telemetry observes; Ctrl-C (or SIGTERM) returns what was
-        measured, also when it lands as the scraper stops, after the drive."""
-        from pytest_latency.driver import RunInterrupted, run_plan
+    ) -> tuple[BaseException | None, DriveResult, MetricsSeries | None]:
+        """Run the plan while telemetry observes; Ctrl-C (or SIGTERM), or a test stopped
+        mid-run (RunAborted), returns what was measured, also when Ctrl-C lands as the
+        scraper stops, after the drive."""
+        from pytest_latency.driver import RunAborted, RunInterrupted, run_plan
 
-        interrupted: KeyboardInterrupt | None = None
+        interrupted: BaseException | None = None
         outcome: DriveResult | None = None
         observation = None
         try:
@@ -315,7 +316,7 @@ class LatencySession:
                         workers=self.options.workers,
                         progress=self.progress,
                     )
-                except RunInterrupted as stop:  # keep what was measured, then stop pytest
+                except (RunInterrupted, RunAborted) as stop:  # keep what was measured
                     interrupted, outcome = stop, stop.result
                 observation.time_zero_ns = outcome.started_ns
         except KeyboardInterrupt as stop:
@@ -386,3 +387,13 @@ class LatencySession:
 
 
 SESSION_KEY = pytest.StashKey[LatencySession]()
+
+
+def _stop_reason(stop: BaseException) -> str:
+    """The JSON's ``interrupted_reason``: Ctrl-C or SIGTERM, or what stopped the test."""
+    from pytest_latency.driver import RunAborted
+    from pytest_latency.driver.errors import exception_text
+
+    if isinstance(stop, RunAborted):
+        return f"interrupted (the test stopped mid-run: {exception_text(stop.cause)})"
+    return f"interrupted ({interrupt_reason()})"

@@ -10,7 +10,14 @@ and e2e are measured from each request's planned send time (docs/metrics.md).
 
 from __future__ import annotations
 
-from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target, make_client
+from pytest_latency.driver.client import (
+    DriveResult,
+    Run,
+    RunAborted,
+    RunInterrupted,
+    Target,
+    make_client,
+)
 from pytest_latency.driver.entry import drive, run_plan
 from pytest_latency.driver.limits import ResponseLimits
 from pytest_latency.driver.tracecontext import ClientSpans
@@ -22,6 +29,7 @@ __all__ = (
     "RequestRecord",
     "ResponseLimits",
     "Run",
+    "RunAborted",
     "RunInterrupted",
     "Status",
     "Target",

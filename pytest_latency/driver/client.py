@@ -102,6 +102,22 @@ class RunInterrupted(KeyboardInterrupt):
         self.result = result
 
 
+class RunAborted(Exception):
+    """Something other than Ctrl-C stopped :func:`run_plan` mid-run: a test's timeout
+    raised from a signal handler, a failing progress listener. ``result`` holds the
+    complete, partly cancelled records; ``cause`` is what stopped the run (the caller
+    re-raises it once the records are kept)."""
+
+    def __init__(self, result: DriveResult, cause: BaseException) -> None:
+        # anyio wraps an error raised inside one request's task in a group: the leaf is
+        # what the user's test raised (pytest's Failed, say).
+        while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+            cause = cause.exceptions[0]
+        super().__init__(f"latency run stopped by {type(cause).__name__}")
+        self.result = result
+        self.cause = cause
+
+
 def make_client() -> httpx.AsyncClient:
     """The driver's own client: uncapped pool (open loop), keep-alive, HTTP/1.1, no env proxies."""
     return httpx.AsyncClient(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import anyio
 import httpx
 
-from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted, Target
 from pytest_latency.driver.progress import ProgressListener, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.workers import run_workers
@@ -41,7 +41,9 @@ def run_plan(
     workers: int = 1,
     progress: ProgressListener | None = None,
 ) -> DriveResult:
-    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records.
+    """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records;
+    anything else raised mid-run (a test's timeout from a signal handler) raises
+    :class:`RunAborted` with the records and the cause.
 
     ``spans`` carries the client spans (and their exporter); by default spans are made
     for trace context only and not exported. ``workers > 1`` splits the plan across that
@@ -56,4 +58,6 @@ def run_plan(
             anyio.run(run.drive)
     except KeyboardInterrupt as exc:
         raise RunInterrupted(run.result()) from exc
+    except BaseException as exc:  # pytest's Failed is one; the records must survive it
+        raise RunAborted(run.result(), exc) from exc
     return run.result()

@@ -28,7 +28,7 @@ from typing import cast
 import anyio
 import anyio.to_thread
 
-from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Target
+from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted, Target
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
@@ -136,6 +136,10 @@ def run_workers(
         for worker in pool:
             worker.failure = worker.failure or "run interrupted"
         raise RunInterrupted(_merge(plan, pool, t0)) from exc
+    except BaseException as exc:  # a test's timeout, say: keep what the workers sent
+        for worker in pool:
+            worker.failure = worker.failure or f"run stopped by {type(exc).__name__}"
+        raise RunAborted(_merge(plan, pool, t0), exc) from exc
     return _merge(plan, pool, t0)
 
 

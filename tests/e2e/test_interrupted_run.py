@@ -58,3 +58,54 @@ def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_
     assert len(run["requests"]) == 30  # one record per offered request, sent or not
     statuses = {request["status"] for request in run["requests"]}
     assert statuses == {"cancelled"}
+
+
+TIMED_TEST = """\
+import signal
+
+import pytest
+
+from pytest_latency import Phase
+
+
+def test_times_out_mid_run(latency):
+    # What pytest-timeout's signal method does: fail the test from a signal handler.
+    signal.signal(signal.SIGUSR1, lambda *_: pytest.fail("Timeout >5.0s"))
+    latency.run(Phase("steady", rate=10, duration_s=3, arrival="constant"),
+                input_tokens=(5, 5), output_tokens=4, seed=1, timeout_s=30)
+"""
+
+
+@pytest.mark.slow
+def test_a_test_failing_mid_run_keeps_the_run(server: ScriptedServer, tmp_path: Path):
+    import signal
+
+    server.models = ["slow"]
+    # As above: no request can end before the signal, so every record is cancelled.
+    server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(60.0, DONE))))
+    (tmp_path / "test_timed.py").write_text(TIMED_TEST)
+    child = subprocess.Popen(
+        pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json",
+                    "--latency-server", server.url, "--latency-model", "slow", "test_timed.py"),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120  # bounds only a child that never starts its run
+        while len(server.exchanges) < 4 and child.poll() is None:
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.02)  # polling interval of the event check
+        child.send_signal(signal.SIGUSR1)
+        output, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 1, output  # the test failed, as the timeout said
+    assert "Timeout >5.0s" in output and "INTERNALERROR" not in output
+    runs = assert_valid_run_file(tmp_path / "run.json")["runs"]
+    assert len(runs) == 1, output
+    (run,) = runs
+    assert run["interrupted"] is True and run["outcome"] == "interrupted"
+    assert run["interrupted_reason"] == (
+        "interrupted (the test stopped mid-run: Failed: Timeout >5.0s)"
+    )
+    assert len(run["requests"]) == 30  # one record per offered request, sent or not
+    assert {request["status"] for request in run["requests"]} == {"cancelled"}

@@ -140,3 +140,19 @@ def test_an_empty_cohort_in_the_baseline_says_so():
     (decided,) = result.evaluate([goal])
     assert decided.verdict is Verdict.INCONCLUSIVE
     assert decided.reason.startswith("no requests in cohort [steady] in the baseline")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"timeout": "30s"}, "unknown workload option 'timeout'; did you mean timeout_s?"),
+        ({"input_token": 5}, "unknown workload option 'input_token'; did you mean input_tokens?"),
+        ({"zzz": 1}, "unknown workload option 'zzz' (known: seed, "),
+    ],
+)
+def test_an_unknown_run_keyword_is_a_spec_error_naming_the_one_meant(options, message):
+    from pytest_latency.fixtures import _workload
+
+    with pytest.raises(SpecError) as raised:
+        _workload((Phase("steady", rate=1, duration_s=1),), None, options)
+    assert str(raised.value) == f"latency.run: {message}" or message in str(raised.value)

@@ -1,4 +1,5 @@
-"""No module in telemetry/ imports one that imports it back (type-checking imports too)."""
+"""No module imports one that imports it back (type-checking imports too), anywhere in
+the package."""
 
 from __future__ import annotations
 
@@ -28,3 +29,9 @@ def test_telemetry_has_no_import_cycle() -> None:
     telemetry = {module: graph[module] & inside for module in inside}
     assert cycles(telemetry) == []
     assert "pytest_latency.telemetry._http" in graph["pytest_latency.telemetry.receiver"]
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = import_graph(PACKAGE, type_checking=True)
+    assert len(graph) > 100  # the whole package was read
+    assert cycles(graph) == []

@@ -153,10 +153,16 @@ def test_a_url_server_refusing_the_key_never_sees_it_printed(
     spec.write_text(textwrap.dedent(SPEC.format(url=server.url)))
     result = pytester.runpytest_subprocess(
         "-l", "--tb=long", "-rA", "--log-level=DEBUG", "-p", "no:randomly",
-        "--latency-api-key-env", KEY_VARIABLE, "--latency-json", "run.json", spec.name,
+        "--latency-api-key-env", KEY_VARIABLE, "--latency-json", "run.json",
+        "--latency-html", "run.html", "--latency-markdown", "run.md", "--junitxml", "junit.xml",
+        spec.name,
     )  # fmt: skip
     output = "\n".join(result.outlines + result.errlines)
     result.assert_outcomes(failed=1)
+    # Every report carries the refusals' text, and none of them the key.
+    for name in ("run.html", "run.md", "junit.xml"):
+        text = (pytester.path / name).read_text()
+        assert "HTTP 401" in text and FAKE_TOKEN not in text, name
     # The key was sent, and refused, on every request.
     assert server.exchanges and all(
         exchange.headers["authorization"] == f"Bearer {FAKE_TOKEN}" for exchange in server.exchanges

@@ -5,7 +5,11 @@ package, tests share code only through tests/helpers, container tests are marked
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
@@ -74,3 +78,16 @@ def test_container_tests_carry_the_container_and_slow_markers() -> None:
             and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
         ]
         assert marks == ["[pytest.mark.container, pytest.mark.slow]"], path.name
+
+
+@pytest.mark.slow
+def test_the_suite_collects_under_importlib_mode() -> None:
+    # Same-named test modules in different tiers and helpers imported as a package must
+    # work without rootdir-relative module names (docs/architecture.md, "Tests").
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "--import-mode=importlib",
+         "-p", "no:randomly", str(TESTS)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "error" not in done.stdout.splitlines()[-1], done.stdout[-3000:]

@@ -9,7 +9,7 @@ Each request has two lanes on one time axis (zero = its planned send):
   reports how long, not when, so their order inside that interval is not a measurement.
   What they do not cover is drawn hatched as *unattributed*: never given to a stage.
 
-The lesson's exercise is the model: send at 0, queue 40 -> 240 ms, first token at
+A worked example: send at 0, queue 40 -> 240 ms, first token at
 500 ms, end at 2,000 ms gives TTFT 500 ms, queue wait 200 ms and 300 ms unattributed
 (prefill cannot be told apart from those timestamps).
 """

@@ -177,3 +177,14 @@ def test_public_api() -> None:
     assert "s3cr3t" not in repr(target)
     with pytest.raises(ValueError, match="api"):
         driver.Target("http://127.0.0.1:1", "m", api="embeddings")  # type: ignore[arg-type]
+
+
+def test_run_aborted_names_the_leaf_a_task_group_wrapped() -> None:
+    from pytest_latency.driver import RunAborted
+    from pytest_latency.driver.client import DriveResult
+
+    cause = ValueError("timeout")
+    aborted = RunAborted(DriveResult([], 0.0, 0.0, 0), BaseExceptionGroup("g", [cause]))
+    assert aborted.cause is cause and str(aborted) == "latency run stopped by ValueError"
+    two = BaseExceptionGroup("g", [cause, KeyError("k")])
+    assert RunAborted(DriveResult([], 0.0, 0.0, 0), two).cause is two  # nothing to pick
