@@ -83,3 +83,17 @@ def test_workers_keep_each_session_whole() -> None:
             assert owners.setdefault(request.session, index) == index
     assert sorted(r.id for part in parts for r in part.requests) == [r.id for r in plan.requests]
     assert len({len(part.requests) for part in parts}) > 0 and len(parts) == 3
+
+
+@pytest.mark.slow
+def test_sessions_run_whole_across_worker_processes() -> None:
+    plan = build_plan(_workload(turns=(2, 3)))
+    with SimServer(FAST) as server:
+        result = run_plan(plan, Target(server.url, "sim-tiny"), workers=2)
+    assert len(result.records) == len(plan.requests)
+    for turns in _by_session(result.records).values():
+        assert all(record.status is Status.OK for record in turns), [r.error for r in turns]
+        for earlier, later in itertools.pairwise(turns):
+            assert earlier.end_s is not None
+            assert later.intended_s == pytest.approx(earlier.end_s + 0.05, abs=1e-6)
+            assert later.prompt_tokens == later.input_tokens

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.driver import Target, run_plan
@@ -45,6 +46,7 @@ def _live(config: SimConfig, plan: Plan) -> list[RequestRecord]:
         return run_plan(plan, Target(server.url, config.model)).records
 
 
+@pytest.mark.slow
 def test_shared_prefix_ttft_p50_drops_by_the_modelled_factor() -> None:
     plan = build_plan(WORKLOAD, nonce="5eed")
     cold, hot = _live(OFF, plan), _live(ON, plan)

@@ -70,6 +70,7 @@ print(hashlib.sha256(text.encode()).hexdigest())
 """
 
 
+@pytest.mark.slow
 def test_the_plan_is_the_same_in_another_process_whatever_its_hash_seed() -> None:
     workload = Workload(phases=STEADY, seed=11, prefix=Prefix(groups=2, tokens=50),
                         sessions=Sessions(turns=(1, 4), think_time_s=1.0))  # fmt: skip
