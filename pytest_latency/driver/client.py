@@ -26,6 +26,8 @@ from anyio.abc import TaskGroup
 from pytest_latency.driver.fast import FastTransport
 from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.limits import ResponseLimits, check_deadline
+from pytest_latency.driver.pacing import MAX_SPINS as MAX_SPINS  # re-exported
+from pytest_latency.driver.pacing import SPIN_NS as SPIN_NS  # re-exported
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
