@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from pytest_latency.spec import (
         Objective,
         Phase,
+        Prefix,
         ServerSpec,
+        Sessions,
         Workload,
         burst,
         objective,
@@ -57,12 +59,14 @@ __all__ = (
     "ObjectiveResult",
     "PairedComparison",
     "Phase",
+    "Prefix",
     "RequestRecord",
     "RunFileError",
     "ServerInfo",
     "ServerNotReady",
     "ServerSpec",
     "ServerStartError",
+    "Sessions",
     "SpecError",
     "Status",
     "UndecidablePlan",
@@ -103,9 +107,10 @@ _HOMES: dict[str, str] = {
     "LatencyResult": "pytest_latency.result",
     "ServerInfo": "pytest_latency.servers.base",
     **dict.fromkeys(
-        ("Objective", "Phase", "ServerSpec", "Workload", "burst", "objective"),
+        ("Objective", "Phase", "Prefix", "ServerSpec", "Sessions", "Workload", "burst"),
         "pytest_latency.spec",
     ),
+    "objective": "pytest_latency.spec",
     "steady": "pytest_latency.spec",
 }
 

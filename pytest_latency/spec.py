@@ -23,6 +23,8 @@ from pytest_latency.spec_phase import Phase as Phase  # re-exported
 from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec_phase import burst as burst  # re-exported
 from pytest_latency.spec_phase import steady as steady  # re-exported
+from pytest_latency.spec_sessions import Prefix as Prefix  # re-exported
+from pytest_latency.spec_sessions import Sessions as Sessions  # re-exported
 from pytest_latency.spec_units import objective_limits
 
 Api = Literal["chat", "completions"]
@@ -76,9 +78,14 @@ class Workload:
     repeat: int = 1
     cooldown_s: float = 0.0
     max_concurrency: int | None = None  # requests in flight at most (None: open loop)
+    prefix: Prefix | None = None  # shared prefixes (spec_sessions.py)
+    sessions: Sessions | None = None  # multi-turn: phases then plan session starts
 
     def __post_init__(self) -> None:
         self._check_phases()
+        for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
+                raise check.FieldError(name, f"{name} must be a {kind.__name__}")
         if isinstance(self.input_tokens, list):
             object.__setattr__(self, "input_tokens", tuple(self.input_tokens))
         check.token_range("input_tokens", self.input_tokens, 1, MAX_TOKENS)
@@ -100,6 +107,7 @@ class Workload:
                 " drains before the next: episodes must be independent",
             )
         planned = self.repeat * sum(phase.mean_rate * phase.duration_s for phase in self.phases)
+        planned *= self.sessions.mean_turns if self.sessions is not None else 1.0
         if planned > MAX_PLANNED_REQUESTS:
             raise check.FieldError(
                 "phases",
@@ -162,6 +170,8 @@ class Workload:
             "cooldown_s": self.cooldown_s,
             # Only when set, so that earlier baselines keep their fingerprint.
             **({"max_concurrency": self.max_concurrency} if self.max_concurrency else {}),
+            **({"prefix": self.prefix.to_json()} if self.prefix is not None else {}),
+            **({"sessions": self.sessions.to_json()} if self.sessions is not None else {}),
             "phases": [
                 {
                     "name": phase.name,
