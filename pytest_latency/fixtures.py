@@ -60,10 +60,11 @@ class LatencyFixture:
         """Offer the phases (or a whole ``workload``) open loop; every request is recorded.
 
         ``workload_options`` are :class:`~pytest_latency.Workload` fields: ``seed``,
-        ``input_tokens``, ``output_tokens``, ``timeout_s``, ``warmup_requests``, ``ignore_eos``.
-        ``id`` names the run in baselines instead of the test file and name (renaming or
-        moving the test then keeps its baseline); later runs of one id in a test get
-        ``#2``, ``#3``...
+        ``input_tokens``, ``output_tokens``, ``timeout_s``, ``warmup_requests``, ``ignore_eos``,
+        ``prefix`` (:class:`~pytest_latency.Prefix`), ``sessions``
+        (:class:`~pytest_latency.Sessions`); see docs/workloads.md. ``id`` names the run in
+        baselines instead of the test file and name (renaming or moving the test then keeps
+        its baseline); later runs of one id in a test get ``#2``, ``#3``...
         """
         __tracebackhide__ = True
         workload = _workload(phases, workload, workload_options)

@@ -7,6 +7,7 @@ when a test first runs load, since the plugin creates a session in every pytest 
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
@@ -235,7 +236,9 @@ class LatencySession:
         workload = self._seeded(workload, keep_seed)
         baseline_key = self.next_key(key or test, node or test)  # before any load is sent
         info = self.server(server)
-        plan = build_plan(workload)
+        # A fresh nonce in every prompt: no prefix-cache hits carried over from an earlier
+        # run (or ABBA block) against the same server.
+        plan = build_plan(workload, nonce=secrets.token_hex(4))
         interrupted, outcome, series = self._drive(plan, self._target(info, workload), info.kind)
         joined = None
         if interrupted is None:

@@ -26,6 +26,8 @@ from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec_phase import burst as burst  # re-exported
 from pytest_latency.spec_phase import steady as steady  # re-exported
 from pytest_latency.spec_prompts import PromptSource
+from pytest_latency.spec_sessions import Prefix as Prefix  # re-exported
+from pytest_latency.spec_sessions import Sessions as Sessions  # re-exported
 from pytest_latency.spec_units import objective_limits
 
 Api = Literal["chat", "completions"]
@@ -78,13 +80,22 @@ class Workload:
     repeat: int = 1
     cooldown_s: float = 0.0
     max_concurrency: int | None = None  # requests in flight at most (None: open loop)
+    prefix: Prefix | None = None  # shared prefixes (spec_sessions.py)
+    sessions: Sessions | None = None  # multi-turn: phases then plan session starts
     prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
     tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
 
     def __post_init__(self) -> None:
         self._check_phases()
+        for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
+                raise check.FieldError(name, f"{name} must be a {kind.__name__}")
         if self.prompts is not None and not isinstance(self.prompts, PromptSource):
             raise check.FieldError("prompts", "prompts must come from prompt_dataset(file, format)")
+        if self.sessions and (self.prompts or any(phase.trace for phase in self.phases)):
+            raise check.FieldError(
+                "sessions", "sessions: makes up its turns: not with prompts: or trace phases"
+            )
         if isinstance(self.tokenizer, str):
             object.__setattr__(self, "tokenizer", Path(self.tokenizer))
         if isinstance(self.input_tokens, list):
@@ -108,6 +119,7 @@ class Workload:
                 " drains before the next: episodes must be independent",
             )
         planned = self.repeat * sum(phase.mean_rate * phase.duration_s for phase in self.phases)
+        planned *= self.sessions.mean_turns if self.sessions is not None else 1.0
         if planned > MAX_PLANNED_REQUESTS:
             raise check.FieldError(
                 "phases",
@@ -170,6 +182,8 @@ class Workload:
             "cooldown_s": self.cooldown_s,
             # Only when set, so that earlier baselines keep their fingerprint.
             **({"max_concurrency": self.max_concurrency} if self.max_concurrency else {}),
+            **({"prefix": self.prefix.to_json()} if self.prefix is not None else {}),
+            **({"sessions": self.sessions.to_json()} if self.sessions is not None else {}),
             **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             "phases": [

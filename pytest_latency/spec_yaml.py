@@ -27,7 +27,9 @@ from pytest_latency.spec import (
     parse_gpus,
 )
 from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
+from pytest_latency.spec_limits_yaml import latency_duration, parse_limit
 from pytest_latency.spec_phase import parse_stop
+from pytest_latency.spec_sessions import SESSION_KEYS, parse_session_keys
 from pytest_latency.spec_sources_yaml import (
     SOURCE_KEYS,
     TRACE_PHASE_KEYS,
@@ -72,6 +74,7 @@ _WORKLOAD_KEYS = (
     "cooldown",
     "max_concurrency",
     "phases",
+    *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
     *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
 )
 _OBJECTIVE_KEYS = (
@@ -152,6 +155,7 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
     for name, (attribute, parse) in parsers.items():
         if name in node:
             options[attribute] = context.field(node, name, "workload", parse)
+    options.update(parse_session_keys(context, node))
     return context.build(node, "workload", lambda: Workload(**options))
 
 
@@ -168,7 +172,7 @@ def _parse_objective(
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None
 
-    limit = _parse_limit(context, node, key, metric)
+    limit = parse_limit(context, node, key, metric)
     phase = optional("phase", check.as_text)
     if phase is not None and phases is not None and phase not in phases:
         raise context.fail(
@@ -185,46 +189,11 @@ def _parse_objective(
             p=optional("p", check.as_number),
             phase=phase,
             max_regression=optional("max_regression", parse_fraction),
-            min_change_s=optional("min_change", _latency_duration) or 0.0,
+            min_change_s=optional("min_change", latency_duration) or 0.0,
             input_tokens=optional("input_tokens", check.as_token_range),
             output_tokens=optional("output_tokens", check.as_token_range),
         ),
     )
-
-
-_LIMIT_KEYS = ("max", "max_fraction", "max_regression")
-
-
-def _latency_duration(value: Any) -> float:
-    return parse_duration(value, guess="latency")
-
-
-def _percentage(value: Any) -> float:
-    return parse_fraction(value, fraction_key="max_fraction: ")
-
-
-def _fraction_number(value: Any) -> float:
-    return check.number("max_fraction", value, at_least=0, at_most=1, what="a fraction")
-
-
-def _parse_limit(context: _Context, node: _Map, key: str, metric: str) -> float | None:
-    """The objective's ``max`` or ``max_fraction`` (None: relative); exactly one limit."""
-    given = [name for name in _LIMIT_KEYS if name in node]
-    if len(given) != 1:
-        where = given[1] if given else "max"
-        raise context.fail(
-            node.key_lines.get(where, node.line),
-            f"{key}.{where}",
-            "give exactly one of " + ", ".join(_LIMIT_KEYS),
-        )
-    if metric == "error_rate":
-        if "max_fraction" in node:
-            return context.field(node, "max_fraction", key, _fraction_number)
-        return context.field(node, "max", key, _percentage) if "max" in node else None
-    if "max_fraction" in node:
-        problem = f"max_fraction is for error_rate; a {metric} limit is a duration: max: 700ms"
-        raise context.fail(node.key_lines["max_fraction"], f"{key}.max_fraction", problem)
-    return context.field(node, "max", key, _latency_duration) if "max" in node else None
 
 
 def _parse_objectives(

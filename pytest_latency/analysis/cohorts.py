@@ -5,7 +5,13 @@ changed mix move for no reason, so results are also reported per cohort. Default
 buckets (tokens): input 1-256, 257-1024, 1025-4096, >4096; output 1-64, 65-256,
 257-1024, >1024. Both are the *planned* lengths (prompt length and output cap): a
 request's cohort is fixed before it is sent, so a server that stops early cannot move
-its slow requests into another cohort.
+its slow requests into another cohort. A multi-turn session's turns also go by turn
+index (``|turn:2``): a later turn carries the conversation so far.
+
+Summaries are also split by prefix-cache hit, as the server reported it (``cached_tokens
+> 0``; unknown when it reported nothing): a hit skips most of the prefill, so hits and
+misses are different populations. That split is an outcome, not a plan, so it stays out
+of :func:`cohort_key` (and of the workload-mix comparison).
 """
 
 from __future__ import annotations
@@ -40,11 +46,18 @@ def output_length(record: RequestRecord) -> int | None:
 
 
 def cohort_key(record: RequestRecord) -> str:
-    """``phase|in:257-1024|out:65-256``: the cohort a request belongs to."""
-    return (
+    """``phase|in:257-1024|out:65-256`` (``|turn:N`` for a session's turn): the cohort a
+    request belongs to."""
+    key = (
         f"{record.phase}|in:{bucket(record.input_tokens, INPUT_EDGES)}"
         f"|out:{bucket(output_length(record), OUTPUT_EDGES)}"
     )
+    return key if record.turn is None else f"{key}|turn:{record.turn}"
+
+
+def cache_hit(record: RequestRecord) -> bool | None:
+    """Whether the server served part of the prompt from its prefix cache (None: unknown)."""
+    return None if record.cached_tokens is None else record.cached_tokens > 0
 
 
 def cohort_counts(records: Sequence[RequestRecord]) -> dict[str, int]:
@@ -64,7 +77,7 @@ def in_range(value: int | None, bounds: tuple[int, int] | None) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CohortSummary:
-    key: str
+    key: str  # cohort_key
     offered: int
     completed: int
     failed: int
@@ -72,9 +85,15 @@ class CohortSummary:
     ttft_p95_s: float
     itl_p50_s: float
     e2e_p95_s: float
+    cache_hit: bool | None = None  # the prefix-cache split (None: not reported)
+
+    @property
+    def turn(self) -> int | None:
+        last = self.key.rsplit("|", 1)[-1]
+        return int(last.removeprefix("turn:")) if last.startswith("turn:") else None
 
     def to_json(self) -> dict[str, object]:
-        phase, input_bucket, output_bucket = self.key.split("|")
+        phase, input_bucket, output_bucket = self.key.split("|")[:3]
         values = {
             "ttft_p50_s": self.ttft_p50_s,
             "ttft_p95_s": self.ttft_p95_s,
@@ -85,6 +104,8 @@ class CohortSummary:
             "phase": phase,
             "input_tokens": input_bucket.removeprefix("in:"),
             "output_tokens": output_bucket.removeprefix("out:"),
+            "turn": self.turn,
+            "cache_hit": self.cache_hit,
             "offered": self.offered,
             "completed": self.completed,
             "failed": self.failed,
@@ -93,12 +114,13 @@ class CohortSummary:
 
 
 def summarise_cohorts(records: Sequence[RequestRecord]) -> list[CohortSummary]:
-    """One summary per non-empty cohort, in first-seen order; failures count as in verdicts."""
-    groups: dict[str, list[RequestRecord]] = {}
+    """One summary per non-empty cohort and cache-hit split, in first-seen order; failures
+    count as in verdicts."""
+    groups: dict[tuple[str, bool | None], list[RequestRecord]] = {}
     for record in records:
-        groups.setdefault(cohort_key(record), []).append(record)
+        groups.setdefault((cohort_key(record), cache_hit(record)), []).append(record)
     summaries = []
-    for key, members in groups.items():
+    for (key, hit), members in groups.items():
         ok = [record for record in members if record.ok]
         ttft = metric_samples(members, "ttft")
         summaries.append(
@@ -111,6 +133,7 @@ def summarise_cohorts(records: Sequence[RequestRecord]) -> list[CohortSummary]:
                 ttft_p95_s=percentile(ttft, 95),
                 itl_p50_s=percentile(metric_samples(members, "itl"), 50),
                 e2e_p95_s=percentile(metric_samples(members, "e2e"), 95),
+                cache_hit=hit,
             )
         )
     return summaries

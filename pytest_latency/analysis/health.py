@@ -56,11 +56,14 @@ def check_generator(
         )
     shortfalls: dict[str, float] = {}
     for phase in workload.phases:
-        # Requests a stop rule kept back were never meant to go out: not a shortfall.
+        # Requests a stop rule kept back were never meant to go out: not a shortfall. A
+        # session's later turns follow its answers, not the phase's window: not counted.
         planned = [
             r
             for r in records
-            if r.phase == phase.name and not (r.error or "").startswith(STOPPED_EARLY)
+            if r.phase == phase.name
+            and not r.turn
+            and not (r.error or "").startswith(STOPPED_EARLY)
         ]
         if not planned:
             continue

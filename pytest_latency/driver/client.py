@@ -14,7 +14,7 @@ import asyncio
 import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -26,8 +26,12 @@ from anyio.abc import TaskGroup
 from pytest_latency.driver.fast import FastTransport
 from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.limits import ResponseLimits, check_deadline
+from pytest_latency.driver.pacing import MAX_SPINS as MAX_SPINS  # re-exported
+from pytest_latency.driver.pacing import SPIN_NS as SPIN_NS  # re-exported
+from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
+from pytest_latency.driver.sessions import Message, first_sends, later_turns, run_session
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
@@ -44,11 +48,6 @@ WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
 # connection is not reused just as the server closes it.
 KEEPALIVE_EXPIRY_S = 4.0
 CLOSE_TIMEOUT_S = 5.0  # bound on closing the transport's connections at the end
-# The event loop's timers wake up to 1 ms late (epoll's timeout is in whole ms, rounded
-# up), so the launcher sleeps until SPIN_NS before each send and yields to the loop
-# (which keeps reading sockets) for the rest; MAX_SPINS bounds that loop.
-SPIN_NS = 1_200_000
-MAX_SPINS = 100_000
 _PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 
@@ -182,8 +181,12 @@ class Run:
         self.spans = spans if spans is not None else ClientSpans()
         ordered = sorted(plan.requests, key=lambda request: request.id)
         self.records = [request.blank_record() for request in ordered]
-        pairs = zip(ordered, self.records, strict=True)
-        self._schedule = sorted(pairs, key=lambda pair: pair[0].intended_s)
+        pairs = list(zip(ordered, self.records, strict=True))
+        # With ``sessions:``, later turns are sent after the turn before them
+        # (driver/sessions.py); everything else at its planned instant (a trace's too).
+        self._later_turns = later_turns(pairs) if plan.workload.sessions is not None else {}
+        firsts = first_sends(pairs, self._later_turns)
+        self._schedule = sorted(firsts, key=lambda pair: pair[0].intended_s)
         self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts
         self.started_at_unix = 0.0
         self.elapsed_s = 0.0
@@ -282,19 +285,46 @@ class Run:
                 record.error = why  # stays cancelled, with the reason
                 continue
             planned_ns = t0 + round(request.intended_s * 1e9)
-            delay_ns = planned_ns - clock()  # from the absolute instant: no drift
-            if delay_ns > SPIN_NS:
-                await anyio.sleep((delay_ns - SPIN_NS) / 1e9)
-            for _ in range(MAX_SPINS):  # the last stretch: yield to the loop, never block
-                if clock() >= planned_ns:
-                    break
-                await anyio.lowlevel.checkpoint()
+            await sleep_until(planned_ns)
             if (why := stops.reason(request.phase)) is not None:  # stopped while we slept
                 record.error = why
                 continue
-            stops.sent(request.phase, (clock() - t0) / 1e9)
-            tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
+            if request.session is not None and request.session in self._later_turns:
+                tasks.start_soon(self._session, sender, request, record, planned_ns, slots, stops)
+            else:
+                stops.sent(request.phase, (clock() - t0) / 1e9)
+                tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
+                self.launched += 1
+
+    async def _session(
+        self,
+        sender: Sender,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+    ) -> None:
+        """A multi-turn session from its first turn (sent now) to its last."""
+
+        async def send_turn(
+            turn: PlannedRequest,
+            turn_record: RequestRecord,
+            at_ns: int,
+            history: Sequence[Message],
+            answer: list[str],
+        ) -> None:
+            stops.sent(turn.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
             self.launched += 1
+            await self._send(sender, turn, turn_record, at_ns, slots, stops, history, answer)
+
+        assert self.plan.workload.sessions is not None and request.session is not None
+        think_ns = round(self.plan.workload.sessions.think_time_s * 1e9)
+        later = self._later_turns[request.session]
+        first = (request, record)
+        await run_session(
+            first, later, planned_ns, think_ns, self.started_ns, send_turn, stops.reason
+        )
 
     @staticmethod
     async def _send(
@@ -304,16 +334,19 @@ class Run:
         planned_ns: int,
         slots: anyio.CapacityLimiter | None,
         stops: PhaseStops,
+        history: Sequence[Message] = (),
+        answer: list[str] | None = None,
     ) -> None:
         """Send now, or once one of ``max_concurrency`` slots is free (FIFO): the wait is
-        recorded and stays in the latency, which is measured from the planned send time."""
+        recorded and stays in the latency, which is measured from the planned send time.
+        A session's turn carries ``history`` and keeps its text in ``answer``."""
         try:
             if slots is None:
-                await sender.send(request, record, planned_ns)
+                await sender.send(request, record, planned_ns, history, answer)
                 return
             async with slots:
                 record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
-                await sender.send(request, record, planned_ns)
+                await sender.send(request, record, planned_ns, history, answer)
         finally:
             stops.ended(record)
 

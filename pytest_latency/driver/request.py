@@ -40,7 +40,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -80,12 +80,14 @@ class Sender:
     def __post_init__(self) -> None:
         check_deadline(self.timeout_s)
 
-    def body(self, request: PlannedRequest) -> bytes:
+    def body(self, request: PlannedRequest, history: Sequence[tuple[str, str]] = ()) -> bytes:
+        """The request body; ``history`` is a session's earlier (role, text) messages."""
         body: dict[str, object] = {"model": self.model}
         if self.chat:
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            messages = [{"role": role, "content": text} for role, text in history]
+            body["messages"] = [*messages, {"role": "user", "content": request.prompt}]
         else:
-            body["prompt"] = request.prompt
+            body["prompt"] = "\n".join([*(text for _, text in history), request.prompt])
         body["max_tokens"] = request.output_tokens
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -98,19 +100,27 @@ class Sender:
                 body["min_tokens"] = request.output_tokens
         return json.dumps(body).encode()
 
-    async def send(self, request: PlannedRequest, record: RequestRecord, planned_ns: int) -> None:
+    async def send(
+        self,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        history: Sequence[tuple[str, str]] = (),
+        answer: list[str] | None = None,
+    ) -> None:
         """Offer ``request`` now (its planned instant is ``planned_ns``); fill ``record``.
 
-        Never raises for anything the server or network does; only cancellation of the
-        run propagates (the record then stays ``cancelled``).
+        A session's turn carries its ``history``, and its streamed text is appended to
+        ``answer`` when given. Never raises for anything the server or network does; only
+        cancellation of the run propagates (the record then stays ``cancelled``).
         """
         headers = dict(self.headers)
         span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
-        content = self.body(request)
+        content = self.body(request, history)
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-                await self._exchange(record, content, headers, request.prompt)
+                await self._exchange(record, content, headers, request.prompt, answer)
         finally:
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
             self.finished += 1
@@ -128,7 +138,12 @@ class Sender:
             record.error = redact(record.error, self.secrets)
 
     async def _exchange(
-        self, record: RequestRecord, content: bytes, headers: Mapping[str, str], prompt: str
+        self,
+        record: RequestRecord,
+        content: bytes,
+        headers: Mapping[str, str],
+        prompt: str,
+        answer: list[str] | None = None,
     ) -> None:
         t0, clock = self.t0_ns, time.perf_counter_ns
 
@@ -143,7 +158,7 @@ class Sender:
                 if timing:
                     record.server_timing = ", ".join(timing)
                 if 200 <= response.status < 300:
-                    await self._read_stream(response, record, prompt)
+                    await self._read_stream(response, record, prompt, answer)
                 else:
                     await self._read_error(response, record, prompt)
         except ExchangeFailure as failure:  # texts may quote the server's bytes: made safe
@@ -151,12 +166,14 @@ class Sender:
         except Exception as exc:  # containment: one response never breaks the run
             decide(record, Status.PROTOCOL_ERROR, safe_text(unreadable(exc).text, prompt))
 
-    async def _read_stream(self, response: Response, record: RequestRecord, prompt: str) -> None:
+    async def _read_stream(
+        self, response: Response, record: RequestRecord, prompt: str, answer: list[str] | None
+    ) -> None:
         problem = encoding_problem(response.header("content-encoding"))
         if problem is not None:
             decide(record, Status.PROTOCOL_ERROR, problem)
             return
-        sink = StreamSink(record, self.t0_ns, time.perf_counter_ns(), self.limits)
+        sink = StreamSink(record, self.t0_ns, time.perf_counter_ns(), self.limits, answer)
         ended = False
         try:
             await response.read_body(sink)

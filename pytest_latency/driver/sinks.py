@@ -29,14 +29,19 @@ class StreamSink:
     )
 
     def __init__(
-        self, record: RequestRecord, t0_ns: int, start_ns: int, limits: ResponseLimits
+        self,
+        record: RequestRecord,
+        t0_ns: int,
+        start_ns: int,
+        limits: ResponseLimits,
+        texts: list[str] | None = None,
     ) -> None:
         self.record = record
         self.t0_ns = t0_ns
         self.limits = limits
         gaps: list[float] = []
         record.itl_s = gaps
-        self.state = StreamState(gaps)
+        self.state = StreamState(gaps, texts)  # texts: keep the answer (sessions)
         self.decoder = SSEDecoder(limits.max_line_bytes)
         self.received_ns = start_ns  # an empty body ends when its head arrived
         self.body_bytes = 0

@@ -142,11 +142,13 @@ class StreamState:
         "gaps",
         "last_ns",
         "prompt_tokens",
+        "texts",
         "timings",
         "usage_tokens",
     )
 
-    def __init__(self, gaps: list[float]) -> None:
+    def __init__(self, gaps: list[float], texts: list[str] | None = None) -> None:
+        self.texts = texts  # when given, the answer's text pieces (multi-turn sessions)
         self.first_ns: int | None = None
         self.last_ns = 0
         self.gaps = gaps  # seconds between successive content chunks
@@ -191,6 +193,8 @@ class StreamState:
                     content = True
                 if choice.get("finish_reason") is not None:
                     self.finished = True
+            if content and self.texts is not None:
+                self._keep_text(choices)
             if content:
                 if self.first_ns is None:
                     self.first_ns = now_ns
@@ -206,6 +210,14 @@ class StreamState:
         usage = chunk.get("usage")
         if usage:
             self._usage(usage)
+
+    def _keep_text(self, choices: list[dict[str, Any]]) -> None:
+        assert self.texts is not None
+        for choice in choices:
+            delta = choice.get("delta")
+            text = choice.get("text") if delta is None else delta.get("content")
+            if isinstance(text, str):
+                self.texts.append(text)
 
     def _usage(self, usage: dict[str, Any]) -> None:
         tokens = usage.get("completion_tokens")

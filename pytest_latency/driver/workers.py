@@ -1,10 +1,11 @@
 """Multi-process generation: one plan, ``workers`` processes, one time zero, one record each.
 
 The precomputed plan is partitioned in schedule order, round robin (request ``i`` of the
-schedule goes to worker ``i % workers``), so every worker offers an even share of every
-phase and the union is exactly the plan. Each worker is a fresh (``spawn``) process with
-its own event loop, connections and :class:`ClientSpans` (so every request still carries
-its own ``traceparent``; with workers, client spans are not exported). Workers warm up,
+schedule goes to worker ``i % workers``; a multi-turn session goes whole), so every
+worker offers an even share of every phase and the union is exactly the plan. Each
+worker is a fresh (``spawn``) process with its own event loop, connections and
+:class:`ClientSpans` (so every request still carries its own ``traceparent``; with
+workers, client spans are not exported). Workers warm up,
 say they are ready, and all start at one time zero chosen by this process on
 ``time.perf_counter_ns`` -- ``CLOCK_MONOTONIC`` on Linux, which is system-wide, so the
 readings of all processes are on one clock (checked at import, see ``SHARED_CLOCK``).
@@ -32,6 +33,7 @@ from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, r
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan, PlannedRequest
+from pytest_latency.workload.sessions import session_allowance_s
 
 logger = logging.getLogger("pytest_latency.driver")
 
@@ -42,13 +44,22 @@ SHARED_CLOCK = time.get_clock_info("perf_counter").implementation.endswith("(CLO
 
 
 def partition(plan: Plan, workers: int) -> list[Plan]:
-    """Split ``plan`` into at most ``workers`` non-empty plans, round robin by schedule."""
-    schedule = sorted(plan.requests, key=lambda request: (request.intended_s, request.id))
+    """Split ``plan`` into at most ``workers`` non-empty plans, round robin by schedule.
+
+    The unit is a request, or a whole multi-turn session (a later turn follows its
+    predecessor's answer, so all of a session's turns stay on one worker), placed by its
+    first turn's instant.
+    """
+    units: dict[tuple[str, int], list[PlannedRequest]] = {}
+    for request in sorted(plan.requests, key=lambda request: (request.intended_s, request.id)):
+        key = ("session", request.session) if request.session is not None else ("", request.id)
+        units.setdefault(key, []).append(request)
+    schedule = list(units.values())  # dicts keep insertion order: by first instant
     count = max(1, min(workers, len(schedule)))
     return [
         Plan(
             workload=plan.workload,
-            requests=tuple(schedule[index::count]),
+            requests=tuple(request for unit in schedule[index::count] for request in unit),
             warmup=plan.warmup[index::count],
         )
         for index in range(count)
@@ -114,6 +125,7 @@ def run_workers(
                 if worker.ready:
                     worker.channel.send(t0)
             bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
+            bound_s += session_allowance_s(plan.workload)
             schedule = ScheduleProgress([r.intended_s for r in plan.requests], plan.duration_s)
             schedule.t0_ns = t0
             with reporting(schedule, progress):

@@ -122,7 +122,9 @@ class SimApp:
             )
         trace = self._trace(request, api, client_trace_id is not None)
         trace_id = client_trace_id or new_trace_id()
-        ticket = self.live.submit(gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace)
+        ticket = self.live.submit(
+            gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace, gen.blocks
+        )
         if ticket.state is State.UNAVAILABLE:
             return _error(503, "no replica is ready yet", "service_unavailable", "not_ready")
         if ticket.state is State.REJECTED:
@@ -161,7 +163,9 @@ class SimApp:
         if event == FINISHED:
             encoder = Encoder(gen.api, self.config.model, ticket.sequence.id)
             reason = _finish_reason(ticket, gen)
-            body = encoder.completion(gen.prompt_tokens, ticket.sequence.generated, reason)
+            body = encoder.completion(
+                gen.prompt_tokens, ticket.sequence.generated, reason, self._cached(timings)
+            )
             return JSONResponse(body, headers=server_timing(timings, final=True))
         return _final_error(event, timings)
 
@@ -192,12 +196,16 @@ class SimApp:
         finally:
             self.live.cancel(ticket)  # a no-op unless the client left mid-stream
 
-    @staticmethod
-    def _trailer(ticket: Ticket, gen: GenRequest, encoder: Encoder) -> bytes:
+    def _trailer(self, ticket: Ticket, gen: GenRequest, encoder: Encoder) -> bytes:
         trailer = encoder.finish_chunk(_finish_reason(ticket, gen))
         if gen.include_usage:
-            trailer += encoder.usage_chunk(gen.prompt_tokens, ticket.sequence.generated)
+            cached = self._cached(ticket.sequence.timings)
+            trailer += encoder.usage_chunk(gen.prompt_tokens, ticket.sequence.generated, cached)
         return trailer + DONE
+
+    def _cached(self, timings: ServerTimings) -> int | None:
+        """Cached prompt tokens to report; None (not reported) with the cache off."""
+        return timings.cached_tokens if self.config.prefix_cache_blocks else None
 
 
 async def _disconnected(request: Request) -> None:

@@ -37,6 +37,10 @@ class SimConfig:
     prefill_per_token_s: float = _opt(
         0.0001, "extra step cost per prompt token of newly admitted requests, seconds"
     )
+    prefix_cache_blocks: int = _opt(
+        16_384, "prefix cache size in blocks (LRU); 0 turns the prefix cache off"
+    )
+    prefix_block_tokens: int = _opt(16, "tokens (prompt words) per prefix-cache block")
     cold_start_s: float = _opt(0.0, "delay after start before the replicas are ready, seconds")
     model: str = _opt(DEFAULT_MODEL, "the one model name served")
     seed: int = _opt(0, "seed for early-stop lengths (ignore_eos=false) and token words")
@@ -50,8 +54,13 @@ class SimConfig:
         for name in ("replicas", "max_batch", "max_model_len", "default_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SimConfig.{name} must be >= 1, got {getattr(self, name)!r}")
-        if self.max_queue < 0:
-            raise ValueError(f"SimConfig.max_queue must be >= 0, got {self.max_queue!r}")
+        if self.prefix_block_tokens < 1:
+            raise ValueError(
+                f"SimConfig.prefix_block_tokens must be >= 1, got {self.prefix_block_tokens!r}"
+            )
+        if self.max_queue < 0 or self.prefix_cache_blocks < 0:
+            name = "max_queue" if self.max_queue < 0 else "prefix_cache_blocks"
+            raise ValueError(f"SimConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         for spec in fields(self):
             value = getattr(self, spec.name)
             if spec.name.endswith("_s") and not value >= 0:
@@ -68,7 +77,8 @@ class SimConfig:
             )
 
     def step_duration(self, batch_size: int, admitted_prompt_tokens: list[int]) -> float:
-        """Seconds one engine step takes: decode for the whole batch plus new prefills."""
+        """Seconds one engine step takes: decode for the whole batch plus new prefills
+        (``admitted_prompt_tokens``: each new prompt's tokens not in the prefix cache)."""
         prefill = sum(
             self.prefill_base_s + self.prefill_per_token_s * n for n in admitted_prompt_tokens
         )

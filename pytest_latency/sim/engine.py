@@ -10,7 +10,9 @@ Iteration model (one replica, continuous batching):
    step ends. First it admits waiting requests into free slots, FIFO from the queue
    shared by all replicas. Queued requests past their deadline are dropped first.
 2. The step lasts ``decode_base_s + decode_per_seq_s * batch`` plus, for each newly
-   admitted request, ``prefill_base_s + prefill_per_token_s * prompt_tokens``.
+   admitted request, ``prefill_base_s + prefill_per_token_s * uncached_tokens``: the
+   prompt tokens not found in the prefix cache (:mod:`.prefix_cache`), looked up when
+   the request is admitted; its blocks are cached from then on.
    ``batch`` counts every sequence in the step, the new ones included.
 3. When it ends, every sequence in the batch emits one token: prefill produces a new
    request's first token, decode the next token of the others. A sequence that
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.prefix_cache import PrefixCache
 
 RECENT_RECORDS = 4096  # finished requests kept for inspection; bounded so memory is too
 
@@ -62,6 +65,7 @@ class ServerTimings:
     replica: int | None = None
     completion_tokens: int = 0
     outcome: State = State.QUEUED
+    cached_tokens: int = 0  # prompt tokens found in the prefix cache at admission
 
     @property
     def queue_wait_s(self) -> float | None:
@@ -92,6 +96,7 @@ class Sequence:
     state: State = State.QUEUED
     generated: int = 0
     replica: Replica | None = None
+    blocks: tuple[int, ...] = ()  # the prompt's prefix-cache block hashes
 
     @property
     def id(self) -> int:
@@ -168,6 +173,7 @@ class Engine:
         self.queue: deque[Sequence] = deque()
         self.replicas = [Replica(index=i, slots=config.max_batch) for i in range(config.replicas)]
         self.counters = Counters()
+        self.prefix_cache = PrefixCache(config.prefix_cache_blocks, config.prefix_block_tokens)
         self.recent: deque[ServerTimings] = deque(maxlen=RECENT_RECORDS)
         self._next_id = 0
 
@@ -183,9 +189,17 @@ class Engine:
         return sum(len(replica.running) for replica in self.replicas)
 
     def submit(
-        self, now: float, prompt_tokens: int, target_tokens: int, trace_id: str = ""
+        self,
+        now: float,
+        prompt_tokens: int,
+        target_tokens: int,
+        trace_id: str = "",
+        blocks: tuple[int, ...] = (),
     ) -> Admission:
-        """Admit a request to the queue (or refuse it) and wake an idle replica."""
+        """Admit a request to the queue (or refuse it) and wake an idle replica.
+
+        ``blocks`` are the prompt's prefix-cache block hashes (``prefix_cache.block_hashes``).
+        """
         if target_tokens < 1 or prompt_tokens < 0:
             raise ValueError("a request needs target_tokens >= 1 and prompt_tokens >= 0")
         self._next_id += 1
@@ -193,7 +207,10 @@ class Engine:
             id=self._next_id, trace_id=trace_id, prompt_tokens=prompt_tokens, arrival=now
         )
         seq = Sequence(
-            timings=timings, target_tokens=target_tokens, deadline=now + self.config.queue_timeout_s
+            timings=timings,
+            target_tokens=target_tokens,
+            deadline=now + self.config.queue_timeout_s,
+            blocks=blocks,
         )
         self.counters.arrived += 1
         if not self.is_ready(now):
@@ -280,7 +297,7 @@ class Engine:
         return None
 
     def _begin_step(self, replica: Replica, now: float) -> Step | None:
-        admitted_tokens: list[int] = []
+        admitted: list[Sequence] = []
         while self.queue and len(replica.running) < replica.slots:
             seq = self.queue.popleft()
             seq.state = State.RUNNING
@@ -288,14 +305,25 @@ class Engine:
             seq.timings.queue_exit = now
             seq.timings.replica = replica.index
             replica.running.append(seq)
-            admitted_tokens.append(seq.timings.prompt_tokens)
+            admitted.append(seq)
         replica.busy = bool(replica.running)
         if not replica.busy:
             return None
-        self.counters.scheduled += len(admitted_tokens)
-        self.counters.prompt_tokens += sum(admitted_tokens)
-        duration = self.config.step_duration(len(replica.running), admitted_tokens)
-        return Step(replica, now, duration, tuple(replica.running), len(admitted_tokens))
+        uncached = self._prefill_tokens(admitted)
+        self.counters.scheduled += len(admitted)
+        self.counters.prompt_tokens += sum(seq.timings.prompt_tokens for seq in admitted)
+        duration = self.config.step_duration(len(replica.running), uncached)
+        return Step(replica, now, duration, tuple(replica.running), len(admitted))
+
+    def _prefill_tokens(self, admitted: list[Sequence]) -> list[int]:
+        """Each admitted prompt's uncached tokens. All look up before any inserts: a
+        block computed in this step is not there yet for its step-mates."""
+        cache = self.prefix_cache
+        for seq in admitted:
+            seq.timings.cached_tokens = cache.lookup(seq.timings.prompt_tokens, seq.blocks)
+        for seq in admitted:
+            cache.insert(seq.blocks)
+        return [seq.timings.prompt_tokens - seq.timings.cached_tokens for seq in admitted]
 
     def _close(self, seq: Sequence, state: State, now: float) -> None:
         seq.state = state

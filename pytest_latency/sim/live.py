@@ -65,10 +65,10 @@ class LiveEngine:
 
     def submit(
         self, prompt_tokens: int, target_tokens: int, trace_id: str, stream: bool,
-        trace: RequestTrace | None = None,
+        trace: RequestTrace | None = None, blocks: tuple[int, ...] = (),
     ) -> Ticket:  # fmt: skip
         now = perf_counter()
-        admission = self.engine.submit(now, prompt_tokens, target_tokens, trace_id)
+        admission = self.engine.submit(now, prompt_tokens, target_tokens, trace_id, blocks)
         ticket = Ticket(admission.sequence, stream, trace=trace)
         self._notify_final(admission.expired, EXPIRED)
         if ticket.state in (State.QUEUED, State.RUNNING):

@@ -40,7 +40,7 @@ class Histogram:
 
 def exposition(engine: Engine, invalid: int, queue_time: Histogram, now: float) -> str:
     """The ``/metrics`` body."""
-    counters = engine.counters
+    counters, cache = engine.counters, engine.prefix_cache
     outcomes = {
         "ok": counters.completed,
         "rejected": counters.rejected,
@@ -67,6 +67,12 @@ def exposition(engine: Engine, invalid: int, queue_time: Histogram, now: float) 
          {"": counters.prompt_tokens}),
         ("generation_tokens_total", "counter", "Output tokens generated.",
          {"": counters.generation_tokens}),
+        ("prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+         {"": cache.queried_tokens}),
+        ("prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
+         {"": cache.hit_tokens}),
+        ("prefix_cache_hit_rate", "gauge", "Prefix cache hits over queries, in tokens, so far.",
+         {"": cache.hit_rate}),
     ]  # fmt: skip
     lines: list[str] = []
     for short, kind, help_text, samples in families:

@@ -1,8 +1,9 @@
 """The OpenAI-compatible wire format of the reference server: validation and encoding.
 
 Prompt length is counted deterministically: **one whitespace-separated word is one
-token** (chat: the words of every message's text content). Output tokens are
-fictional words (`` lorem``, `` ipsum``...), one per engine step.
+token** (chat: the words of every message's text content, in order). Output tokens are
+fictional words (`` lorem``, `` ipsum``...), one per engine step. The prompt's words
+are also cut into prefix-cache blocks (:mod:`.prefix_cache`).
 
 Output length: exactly ``max_tokens`` (or ``max_completion_tokens``) unless the
 request sets ``ignore_eos: false``; then the sequence "meets EOS" at a seeded random
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.prefix_cache import block_hashes
 
 Api = Literal["chat", "completions"]
 
@@ -54,6 +56,7 @@ class GenRequest:
     prompt_tokens: int
     max_tokens: int
     target_tokens: int
+    blocks: tuple[int, ...] = ()  # prefix-cache block hashes (none when the cache is off)
 
 
 def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -92,7 +95,8 @@ def parse_request(body: object, api: Api, config: SimConfig, ordinal: int) -> Ge
         raise RequestError("'model' must be a string")
     if model != config.model:
         raise RequestError(f"The model `{model}` does not exist.", 404, "model_not_found")
-    prompt_tokens = _chat_prompt_tokens(body) if api == "chat" else _completion_prompt_tokens(body)
+    words = _chat_prompt_words(body) if api == "chat" else _completion_prompt_words(body)
+    prompt_tokens = len(words)
     max_tokens = _max_tokens(body, config)
     min_tokens = _int_field(body, "min_tokens", 0, minimum=0)
     if min_tokens > max_tokens:
@@ -111,14 +115,15 @@ def parse_request(body: object, api: Api, config: SimConfig, ordinal: int) -> Ge
         target = random.Random(config.seed * 1_000_003 + ordinal).randint(
             max(min_tokens, 1), max_tokens
         )
-    return GenRequest(api, stream, include_usage, prompt_tokens, max_tokens, target)
+    blocks = block_hashes(words, config.prefix_block_tokens) if config.prefix_cache_blocks else ()
+    return GenRequest(api, stream, include_usage, prompt_tokens, max_tokens, target, blocks)
 
 
-def _chat_prompt_tokens(body: dict[str, Any]) -> int:
+def _chat_prompt_words(body: dict[str, Any]) -> list[str]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RequestError("'messages' must be a non-empty array")
-    words = 0
+    words: list[str] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in _ROLES:
             raise RequestError(f"messages[{index}] must be an object with a valid 'role'")
@@ -126,29 +131,29 @@ def _chat_prompt_tokens(body: dict[str, Any]) -> int:
     return words
 
 
-def _content_words(content: object, index: int) -> int:
+def _content_words(content: object, index: int) -> list[str]:
     if content is None:
-        return 0
+        return []
     if isinstance(content, str):
-        return len(content.split())
+        return content.split()
     if isinstance(content, list):
-        words = 0
+        words: list[str] = []
         for part in content:
             if not isinstance(part, dict) or part.get("type") != "text":
                 raise RequestError(f"messages[{index}].content parts must be text parts")
             text = part.get("text")
             if not isinstance(text, str):
                 raise RequestError(f"messages[{index}].content text must be a string")
-            words += len(text.split())
+            words += text.split()
         return words
     raise RequestError(f"messages[{index}].content must be a string or an array of text parts")
 
 
-def _completion_prompt_tokens(body: dict[str, Any]) -> int:
+def _completion_prompt_words(body: dict[str, Any]) -> list[str]:
     prompt = body.get("prompt")
     if not isinstance(prompt, str):
         raise RequestError("'prompt' must be a string")
-    return len(prompt.split())
+    return prompt.split()
 
 
 def _max_tokens(body: dict[str, Any], config: SimConfig) -> int:
@@ -230,13 +235,21 @@ class Encoder:
     def finish_chunk(self, reason: str) -> bytes:
         return self._sse(self._choice({} if self.api == "chat" else "", reason))
 
-    def usage_chunk(self, prompt_tokens: int, completion_tokens: int) -> bytes:
+    def usage_chunk(
+        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    ) -> bytes:
         chunk = self._head(stream=True)
         chunk["choices"] = []
-        chunk["usage"] = usage(prompt_tokens, completion_tokens)
+        chunk["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
         return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
-    def completion(self, prompt_tokens: int, completion_tokens: int, reason: str) -> dict[str, Any]:
+    def completion(
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        reason: str,
+        cached_tokens: int | None = None,
+    ) -> dict[str, Any]:
         """The non-streaming response body."""
         text = "".join(self.word(i) for i in range(1, completion_tokens + 1))
         choice: dict[str, Any] = {"index": 0, "logprobs": None, "finish_reason": reason}
@@ -246,7 +259,7 @@ class Encoder:
             choice["text"] = text
         body = self._head(stream=False)
         body["choices"] = [choice]
-        body["usage"] = usage(prompt_tokens, completion_tokens)
+        body["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
         return body
 
     def _head(self, stream: bool) -> dict[str, Any]:
@@ -269,9 +282,16 @@ class Encoder:
         return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
-    return {
+def usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+) -> dict[str, object]:
+    """OpenAI ``usage``; with the prefix cache on, ``prompt_tokens_details.cached_tokens``
+    as vLLM and OpenAI report it."""
+    body: dict[str, object] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached_tokens is not None:
+        body["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    return body

@@ -18,11 +18,17 @@ from pytest_latency.sim.engine import Engine, Sequence, State, Step
 
 @dataclass(frozen=True, slots=True)
 class Arrival:
-    """One request offered to the model: when, and its exact prompt/output lengths."""
+    """One request offered to the model: when, and its exact prompt/output lengths.
+
+    ``blocks`` are its prompt's prefix-cache block hashes (``prefix_cache.block_hashes``,
+    or any ints that are equal exactly where two prompts share a prefix): with them the
+    prefix cache works as on the live server.
+    """
 
     at_s: float
     prompt_tokens: int
     output_tokens: int
+    blocks: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.at_s < 0 or self.prompt_tokens < 0 or self.output_tokens < 1:
@@ -40,6 +46,7 @@ class SimResult:
     ttft_s: float | None  # first token minus arrival (server boundary, no network)
     e2e_s: float | None
     token_times_s: tuple[float, ...]
+    cached_tokens: int = 0  # prompt tokens the prefix cache held when it was admitted
 
     @property
     def itl_s(self) -> list[float]:
@@ -74,7 +81,9 @@ def simulate(config: SimConfig, arrivals: Iterable[Arrival]) -> list[SimResult]:
         now, _, kind, payload = heapq.heappop(events)
         if kind == _ARRIVE:
             assert isinstance(payload, Arrival)
-            admission = engine.submit(now, payload.prompt_tokens, payload.output_tokens)
+            admission = engine.submit(
+                now, payload.prompt_tokens, payload.output_tokens, blocks=payload.blocks
+            )
             sequences.append(admission.sequence)
             if admission.sequence.state is State.QUEUED:
                 push(admission.sequence.deadline, _DEADLINE, admission.sequence)
@@ -108,4 +117,5 @@ def _result(arrival: Arrival, seq: Sequence, times: list[float]) -> SimResult:
         ttft_s=None if first is None else first - timings.arrival,
         e2e_s=timings.end - timings.arrival if ok and timings.end is not None else None,
         token_times_s=tuple(times),
+        cached_tokens=timings.cached_tokens,
     )

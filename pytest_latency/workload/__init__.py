@@ -8,65 +8,85 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec import Workload
 from pytest_latency.workload.arrivals import arrival_times
 from pytest_latency.workload.datasets import DatasetSampler, output_tokens
 from pytest_latency.workload.plan import Plan, PlannedRequest
+from pytest_latency.workload.prefixes import PrefixPlanner
 from pytest_latency.workload.prompts import make_prompt
+from pytest_latency.workload.sessions import Start, plan_sessions
 from pytest_latency.workload.shaper import PromptShaper
-from pytest_latency.workload.traces import trace_requests
+from pytest_latency.workload.traces import trace_request
 
-__all__ = ("Plan", "PlannedRequest", "arrival_times", "build_plan", "make_prompt")
+__all__ = ("Plan", "PlannedRequest", "arrival_times", "build_plan", "default_nonce", "make_prompt")
 
 # Independent random streams per purpose, so changing request shapes never moves arrivals.
-# (Streams 3 and 4 are kept for shared prefixes and sessions; shaper.py uses 7.)
+# (prefixes.py and sessions.py use streams 3 and 4, shaper.py 7.)
 _ARRIVALS, _SHAPES, _WARMUP, _DATASET, _TRACE = 0, 1, 2, 5, 6
 
 
-class _Planner:
-    """The state one plan's phases share: request shapes, the dataset, the shaper."""
+def default_nonce(seed: int) -> str:
+    """The nonce a plan's prompts carry when none is given: the seed in hex."""
+    return f"{seed:x}"
 
-    def __init__(self, workload: Workload) -> None:
+
+def _starts(workload: Workload) -> list[Start]:
+    """Every arrival of every phase and episode, in order (a trace phase's: its lines)."""
+    starts: list[Start] = []
+    for episode in range(workload.repeat):
+        phase_start = workload.episode_start_s(episode)
+        for index, phase in enumerate(workload.phases):
+            # Episode 0 keeps the stream it always had, so plans without repeat never move.
+            stream = [workload.seed, _ARRIVALS, index] + ([episode] if episode else [])
+            offsets = arrival_times(phase, np.random.default_rng(stream))
+            lines = phase.trace.requests if phase.trace is not None else [None] * len(offsets)
+            for offset, line in zip(offsets, lines, strict=True):
+                starts.append(Start(phase.name, phase_start + float(offset), episode, line))
+            phase_start += phase.duration_s
+    return starts
+
+
+class _Shapes:
+    """What one plan's requests draw from: seeded streams, dataset, prefixes, the shaper."""
+
+    def __init__(self, workload: Workload, nonce: str) -> None:
         self.workload = workload
         self.shapes = np.random.default_rng([workload.seed, _SHAPES])
         self.traces = np.random.default_rng([workload.seed, _TRACE])
-        self.shaper = PromptShaper(workload.seed, workload.tokenizer)
-        self.dataset = (
-            DatasetSampler(workload.prompts, np.random.default_rng([workload.seed, _DATASET]))
-            if workload.prompts is not None
-            else None
+        self.shaper = PromptShaper(workload.seed, nonce, workload.tokenizer)
+        self.prefixes = None
+        if workload.prefix is not None:
+            self.prefixes = PrefixPlanner(workload.prefix, workload.seed, nonce)
+        self.dataset = None
+        if workload.prompts is not None:
+            stream = np.random.default_rng([workload.seed, _DATASET])
+            self.dataset = DatasetSampler(workload.prompts, stream)
+
+    def request(self, request_id: int, start: Start) -> PlannedRequest:
+        if start.line is not None:  # a trace line brings its own shape and blocks
+            return trace_request(self.workload, start, request_id, self.shaper, self.traces)
+        prompt, input_tokens, cap = self._prompt(request_id)
+        group = self.prefixes.draw() if self.prefixes is not None else None
+        blocks: tuple[int, ...] = ()
+        if group is not None and self.prefixes is not None:
+            prompt = self.prefixes.text(group) + " " + prompt
+            input_tokens += self.prefixes.prefix.tokens
+            blocks = self.prefixes.blocks(group)
+            if self.shaper.source == "tokenizer":  # the prefix's words are not its tokens
+                input_tokens = self.shaper.count(prompt)
+        return PlannedRequest(
+            id=request_id,
+            phase=start.phase,
+            intended_s=start.intended_s,
+            input_tokens=input_tokens,
+            output_tokens=cap,
+            prompt=prompt,
+            episode=start.episode,
+            input_tokens_source=self.shaper.source,
+            prefix_blocks=blocks,
         )
-        self.requests: list[PlannedRequest] = []
 
-    def add_phase(self, phase: Phase, index: int, phase_start: float, episode: int) -> None:
-        workload = self.workload
-        if phase.trace is not None:
-            self.requests.extend(
-                trace_requests(
-                    workload, phase, phase_start, len(self.requests), episode, self.shaper,
-                    self.traces,
-                )
-            )  # fmt: skip
-            return
-        # Episode 0 keeps the stream it always had, so plans without repeat never move.
-        stream = [workload.seed, _ARRIVALS, index] + ([episode] if episode else [])
-        for offset in arrival_times(phase, np.random.default_rng(stream)):
-            request_id = len(self.requests)
-            prompt, tokens, cap = self._shape(request_id)
-            self.requests.append(
-                PlannedRequest(
-                    id=request_id,
-                    phase=phase.name,
-                    intended_s=phase_start + float(offset),
-                    input_tokens=tokens,
-                    output_tokens=cap,
-                    prompt=prompt,
-                    episode=episode,
-                    input_tokens_source=self.shaper.source,
-                )
-            )
-
-    def _shape(self, request_id: int) -> tuple[str, int, int]:
+    def _prompt(self, request_id: int) -> tuple[str, int, int]:
         """Prompt, input tokens and output tokens of one request of a rate phase."""
         if self.dataset is not None:
             entry = self.dataset.next()
@@ -78,18 +98,24 @@ class _Planner:
         return prompt, tokens, self.workload.output_tokens
 
 
-def build_plan(workload: Workload) -> Plan:
-    """Every request the run will offer; the same workload (and seed) gives the same plan.
+def build_plan(workload: Workload, nonce: str | None = None) -> Plan:
+    """Every request the run will offer; the same workload, seed and nonce give the same
+    plan, prompts included, byte for byte.
 
     With ``repeat: k`` the phases run k times, a cool-down apart; each episode draws its
-    own arrivals, and its requests carry the episode number.
+    own arrivals, and its requests carry the episode number. ``nonce`` (default: the seed
+    in hex) starts every prompt and shared prefix: a fresh one per run keeps a server's
+    prefix cache from carrying hits from one run into the next. With ``sessions:`` the
+    arrivals start conversations (workload/sessions.py); trace phases send their lines
+    (workload/traces.py), and ``prompts:`` deals the user's prompts (workload/datasets.py).
     """
-    planner = _Planner(workload)
-    for episode in range(workload.repeat):
-        phase_start = workload.episode_start_s(episode)
-        for index, phase in enumerate(workload.phases):
-            planner.add_phase(phase, index, phase_start, episode)
-            phase_start += phase.duration_s
+    nonce = default_nonce(workload.seed) if nonce is None else nonce
+    shapes = _Shapes(workload, nonce)
+    starts = _starts(workload)
+    if workload.sessions is not None:
+        requests = plan_sessions(workload, starts, shapes.shapes, nonce, shapes.prefixes)
+    else:
+        requests = [shapes.request(request_id, start) for request_id, start in enumerate(starts)]
     low = workload.input_tokens[0]
     warmup_rng = np.random.default_rng([workload.seed, _WARMUP])
     warmup = tuple(
@@ -99,8 +125,8 @@ def build_plan(workload: Workload) -> Plan:
             intended_s=0.0,
             input_tokens=low,
             output_tokens=min(workload.output_tokens, 8),
-            prompt=make_prompt(-(number + 1), low, warmup_rng, workload.seed),
+            prompt=make_prompt(-(number + 1), low, warmup_rng, nonce),
         )
         for number in range(workload.warmup_requests)
     )
-    return Plan(workload=workload, requests=tuple(planner.requests), warmup=warmup)
+    return Plan(workload=workload, requests=tuple(requests), warmup=warmup)

@@ -3,8 +3,9 @@
 Length is counted in whitespace-separated words. Real tokenizers split differently
 (roughly 1.3 tokens per English word for llama-style vocabularies); servers report the
 true prompt token count in ``usage``, and the embedded server counts one token per word.
-Each prompt starts with the run's seed and its request number, so no two requests of a
-run, nor of two runs with different seeds (ABBA blocks), share a cacheable prefix.
+Each prompt starts with the run's nonce (by default the seed in hex; a fresh random one
+for every run the plugin drives) and its request number, so no two requests of a run,
+nor of two runs (ABBA blocks), share a cacheable prefix unless the workload asks.
 """
 
 from __future__ import annotations
@@ -59,10 +60,14 @@ FILLER = (
 )
 
 
-def make_prompt(request_id: int, tokens: int, rng: np.random.Generator, seed: int = 0) -> str:
-    """A fictional question of exactly ``tokens`` words (at least 1)."""
+def make_prompt(
+    request_id: int, tokens: int, rng: np.random.Generator, nonce: int | str = 0
+) -> str:
+    """A fictional question of exactly ``tokens`` words (at least 1); an int ``nonce`` (a
+    seed) is written in hex."""
     topic = _TOPICS[int(rng.integers(len(_TOPICS)))]
-    head = f"Question {seed:x}-{request_id}: help me understand {topic}.".split()
+    tag = f"{nonce:x}" if isinstance(nonce, int) else nonce
+    head = f"Question {tag}-{request_id}: help me understand {topic}.".split()
     words = head[:tokens]
     remaining = tokens - len(words)
     if remaining > 0:

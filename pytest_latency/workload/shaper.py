@@ -4,8 +4,8 @@ Without a tokenizer a prompt of N "tokens" is N whitespace-separated words (an e
 servers count differently, and the run records what they report). With ``tokenizer:`` a
 prompt is cut to exactly N tokens of that tokenizer. Trace lines with ``hash_ids`` get one
 fixed text per block id (Mooncake's 512-token blocks), so requests sharing block ids
-share that prefix, as in the traced system; the run's seed is part of every block text,
-so runs with different seeds share nothing.
+share that prefix, as in the traced system; the run's nonce heads every block, so two
+runs share nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ _BLOCKS = 7  # random stream of block texts (workload/__init__.py lists the othe
 class PromptShaper:
     """Builds and counts prompts for one plan."""
 
-    def __init__(self, seed: int, tokenizer: Path | None = None) -> None:
+    def __init__(self, seed: int, nonce: str, tokenizer: Path | None = None) -> None:
         self.seed = seed
+        self.nonce = nonce
         self._tokenizer: PromptTokenizer | None = (
             load_tokenizer(tokenizer) if tokenizer is not None else None
         )
@@ -44,7 +45,7 @@ class PromptShaper:
 
     def made_up(self, request_id: int, tokens: int, rng: np.random.Generator) -> tuple[str, int]:
         """A fictional unique prompt of ``tokens`` tokens, and its length."""
-        return self._fit(make_prompt(request_id, tokens, rng, self.seed), tokens)
+        return self._fit(make_prompt(request_id, tokens, rng, self.nonce), tokens)
 
     def from_blocks(
         self, request_id: int, tokens: int, hash_ids: tuple[int, ...], rng: np.random.Generator
@@ -57,14 +58,14 @@ class PromptShaper:
             words.extend(self._block(hash_id))
         del words[tokens:]
         if len(words) < tokens:
-            words.extend(make_prompt(request_id, tokens - len(words), rng, self.seed).split())
+            words.extend(make_prompt(request_id, tokens - len(words), rng, self.nonce).split())
         return self._fit(" ".join(words), tokens)
 
     def _block(self, hash_id: int) -> list[str]:
         if hash_id not in self._blocks:
             rng = np.random.default_rng([self.seed, _BLOCKS, hash_id])
             picks = rng.integers(len(FILLER), size=BLOCK_TOKENS - 1)
-            head = f"block-{self.seed:x}-{hash_id}:"
+            head = f"block-{self.nonce}-{hash_id}:"
             self._blocks[hash_id] = [head, *(FILLER[int(index)] for index in picks)]
         return self._blocks[hash_id]
 

@@ -18,6 +18,8 @@ EXPECTED = {
     "LatencyRunInvalid",
     "LatencyUndecidableWarning",
     "Objective",
+    "Prefix",
+    "Sessions",
     "ObjectiveResult",
     "Phase",
     "RequestRecord",

@@ -186,23 +186,34 @@ def _rate(value: object) -> str:
     return "-" if found is None else f"{found:.2f}"
 
 
+def _cohort_cell(value: object) -> object:
+    """A turn index as it is; a cache hit as hit / miss; unknown as -."""
+    if isinstance(value, bool):
+        return "hit" if value else "miss"
+    return "-" if value is None else value
+
+
 def cohorts_table(cohorts: object) -> str:
+    found = [
+        row for row in (cohorts if isinstance(cohorts, list) else []) if isinstance(row, Mapping)
+    ]
+    # Turn and cache-hit columns only when some cohort has them (sessions, a prefix cache).
+    extra = [key for key in ("turn", "cache_hit") if any(row.get(key) is not None for row in found)]
     rows = [
-        [
-            esc(row.get(key))
-            for key in ("phase", "input_tokens", "output_tokens", "offered", "completed", "failed")
-        ]
+        [esc(row.get(key)) for key in ("phase", "input_tokens", "output_tokens", *extra)]
+        + [esc(row.get(key)) for key in ("offered", "completed", "failed")]
         + [
             esc(seconds(number(row.get(key))))
             for key in ("ttft_p50_s", "ttft_p95_s", "itl_p50_s", "e2e_p95_s")
         ]
-        for row in (cohorts if isinstance(cohorts, list) else [])
-        if isinstance(row, Mapping)
+        for row in found
     ]
     head = [
         "phase",
         "input tokens",
         "output cap",
+        *(("turn",) if "turn" in extra else ()),
+        *(("cache hit",) if "cache_hit" in extra else ()),
         "offered",
         "ok",
         "failed",

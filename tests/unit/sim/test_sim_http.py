@@ -15,6 +15,9 @@ from pytest_latency.sim import SimServer
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 TRACEPARENT = f"00-{TRACE_ID}-00f067aa0ba902b7-01"
 
+# Short prompts fill no prefix-cache block: nothing is ever cached.
+NO_CACHE_HIT = {"prompt_tokens_details": {"cached_tokens": 0}}
+
 
 def chat(max_tokens: object = 5, **extra: Any) -> dict[str, Any]:
     messages = [
@@ -53,7 +56,12 @@ def test_chat_stream_shape(client: httpx.Client) -> None:
     assert finish["choices"][0]["finish_reason"] == "length"
     assert finish["choices"][0]["delta"] == {}
     assert usage_chunk["choices"] == []
-    assert usage_chunk["usage"] == {"prompt_tokens": 5, "completion_tokens": 4, "total_tokens": 9}
+    assert usage_chunk["usage"] == {
+        "prompt_tokens": 5,
+        "completion_tokens": 4,
+        "total_tokens": 9,
+        **NO_CACHE_HIT,
+    }
     assert len({event["id"] for event in events[:-1]}) == 1
 
 
@@ -72,7 +80,12 @@ def test_completions_stream_shape(client: httpx.Client) -> None:
     assert [event["object"] for event in tokens] == ["text_completion"] * 3
     assert all(event["choices"][0]["text"].strip() for event in tokens)
     assert finish["choices"][0]["finish_reason"] == "length"
-    assert usage_chunk["usage"] == {"prompt_tokens": 6, "completion_tokens": 3, "total_tokens": 9}
+    assert usage_chunk["usage"] == {
+        "prompt_tokens": 6,
+        "completion_tokens": 3,
+        "total_tokens": 9,
+        **NO_CACHE_HIT,
+    }
 
 
 @pytest.mark.parametrize("key", ["max_tokens", "max_completion_tokens"])
@@ -84,7 +97,12 @@ def test_non_streaming_honours_the_cap_exactly(client: httpx.Client, key: str) -
     assert choice["finish_reason"] == "length"
     assert choice["message"]["role"] == "assistant"
     assert len(choice["message"]["content"].split()) == 17
-    assert data["usage"] == {"prompt_tokens": 5, "completion_tokens": 17, "total_tokens": 22}
+    assert data["usage"] == {
+        "prompt_tokens": 5,
+        "completion_tokens": 17,
+        "total_tokens": 22,
+        **NO_CACHE_HIT,
+    }
 
 
 def test_completions_non_streaming(client: httpx.Client) -> None:

@@ -119,3 +119,40 @@ def test_a_missing_tokenizer_is_a_spec_error(tmp_path: Path) -> None:
     workload = Workload(phases=(Phase("s", rate=1, duration_s=1),), tokenizer=tmp_path)
     with pytest.raises(SpecError, match="tokenizer: cannot load"):
         build_plan(workload)
+
+
+def test_prefixes_head_dataset_prompts_and_tokenizers_count_them(tmp_path: Path) -> None:
+    from pytest_latency.spec import Prefix
+
+    folder = write_tiny_tokenizer(tmp_path / "tok")
+    workload = Workload(
+        phases=(Phase("steady", rate=10, duration_s=1, arrival="constant"),),
+        prompts=prompt_dataset(_dataset(tmp_path)),
+        prefix=Prefix(groups=1, tokens=20, share=1.0),
+        tokenizer=folder,
+    )
+    tokenizer = load_tokenizer(folder)
+    for request in build_plan(workload).requests:
+        assert request.prompt.startswith("Context ") and request.prefix_blocks
+        assert tokenizer.count(request.prompt) == request.input_tokens
+
+
+def test_sessions_do_not_mix_with_traces_or_datasets(tmp_path: Path) -> None:
+    from pytest_latency.spec import Sessions, SpecError
+
+    sessions = Sessions(turns=(2, 3), think_time_s=0.1)
+    with pytest.raises(SpecError, match="not with prompts: or trace phases"):
+        Workload(phases=(trace_phase(_trace(tmp_path)),), sessions=sessions)
+    with pytest.raises(SpecError, match="not with prompts: or trace phases"):
+        Workload(
+            phases=(Phase("steady", rate=1, duration_s=1),),
+            sessions=sessions,
+            prompts=prompt_dataset(_dataset(tmp_path)),
+        )
+
+
+def test_a_fresh_nonce_changes_trace_block_texts(tmp_path: Path) -> None:
+    workload = Workload(phases=(trace_phase(_trace(tmp_path, count=3)),), seed=1)
+    first = build_plan(workload, nonce="aa").requests[0].prompt
+    assert first.startswith("block-aa-0:")
+    assert build_plan(workload, nonce="bb").requests[0].prompt != first
