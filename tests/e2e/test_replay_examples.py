@@ -45,6 +45,14 @@ def test_trace_replay_sends_at_the_trace_instants(pytester: pytest.Pytester) -> 
     assert np.percentile(lags, 99) <= LAG_P99_BOUND_S
     (phase,) = run["phases"]
     assert phase["offered"] == len(trace) and phase["schedule_lag_p99_s"] <= LAG_P99_BOUND_S
+    # Lines sharing block 7 share its text: the embedded server's prefix cache hits on
+    # nearly all of them after the first (two sent within one prefill may both miss),
+    # and never on lines whose blocks are their own.
+    shared = [r for r, line in zip(requests, trace, strict=True) if line["hash_ids"][0] == 7]
+    alone = [r for r, line in zip(requests, trace, strict=True) if line["hash_ids"][0] != 7]
+    hits = sum(1 for r in shared[1:] if (r["cached_tokens"] or 0) > 0)
+    assert hits >= 0.8 * (len(shared) - 1)
+    assert all(not r["cached_tokens"] for r in alone)
 
 
 @pytest.mark.slow
