@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
-from pytest_latency._yaml_lines import LineMap
 from pytest_latency.errors import SpecError
+
+if TYPE_CHECKING:  # yaml loads only when a spec file is read (the plugin stays cheap)
+    from pytest_latency._yaml_lines import LineMap
 
 T = TypeVar("T")
 
