@@ -43,6 +43,8 @@ if TYPE_CHECKING:
         objective,
         steady,
     )
+    from pytest_latency.spec_prompts import prompt_dataset
+    from pytest_latency.spec_trace import trace_phase
 
 __version__ = "0.1.0"
 
@@ -75,8 +77,10 @@ __all__ = (
     "__version__",
     "burst",
     "objective",
+    "prompt_dataset",
     "quantile_bounds",
     "steady",
+    "trace_phase",
 )
 
 # Where each public name lives (kept in step with the TYPE_CHECKING imports above).
@@ -112,6 +116,8 @@ _HOMES: dict[str, str] = {
     ),
     "objective": "pytest_latency.spec",
     "steady": "pytest_latency.spec",
+    "prompt_dataset": "pytest_latency.spec_prompts",
+    "trace_phase": "pytest_latency.spec_trace",
 }
 
 

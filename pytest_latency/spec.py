@@ -7,6 +7,7 @@ The same dataclasses serve Python tests (built directly) and ``*.slo.yaml`` file
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, cast, get_args
 
 from pytest_latency import spec_checks as check
@@ -14,6 +15,7 @@ from pytest_latency import spec_gates as gates
 from pytest_latency.errors import SpecError as SpecError  # re-exported
 from pytest_latency.spec_checks import gpu_ids as gpu_ids  # re-exported
 from pytest_latency.spec_checks import parse_gpus as parse_gpus  # re-exported
+from pytest_latency.spec_files import MAX_TOKENS as MAX_TOKENS  # re-exported
 from pytest_latency.spec_phase import ARRIVALS as ARRIVALS  # re-exported
 from pytest_latency.spec_phase import MAX_BURSTINESS as MAX_BURSTINESS  # re-exported
 from pytest_latency.spec_phase import MAX_DURATION_S as MAX_DURATION_S  # re-exported
@@ -23,6 +25,7 @@ from pytest_latency.spec_phase import Phase as Phase  # re-exported
 from pytest_latency.spec_phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec_phase import burst as burst  # re-exported
 from pytest_latency.spec_phase import steady as steady  # re-exported
+from pytest_latency.spec_prompts import PromptSource
 from pytest_latency.spec_sessions import Prefix as Prefix  # re-exported
 from pytest_latency.spec_sessions import Sessions as Sessions  # re-exported
 from pytest_latency.spec_units import objective_limits
@@ -55,7 +58,6 @@ MAX_REPEAT = 1000
 MAX_CONCURRENCY = 1_000_000
 # Limits (docs/specs.md "Limits"): every number in a spec is finite and inside these.
 MAX_PLANNED_REQUESTS = 10_000_000  # rate x duration, summed over phases and repeats
-MAX_TOKENS = 1_000_000  # input and output tokens of one request
 MAX_TIMEOUT_S = 3600.0  # per request
 MAX_WARMUP = 10_000  # warm-up requests
 MAX_SEED = 2**63 - 1  # seeds are 0..MAX_SEED
@@ -80,12 +82,22 @@ class Workload:
     max_concurrency: int | None = None  # requests in flight at most (None: open loop)
     prefix: Prefix | None = None  # shared prefixes (spec_sessions.py)
     sessions: Sessions | None = None  # multi-turn: phases then plan session starts
+    prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
+    tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
 
     def __post_init__(self) -> None:
         self._check_phases()
         for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise check.FieldError(name, f"{name} must be a {kind.__name__}")
+        if self.prompts is not None and not isinstance(self.prompts, PromptSource):
+            raise check.FieldError("prompts", "prompts must come from prompt_dataset(file, format)")
+        if self.sessions and (self.prompts or any(phase.trace for phase in self.phases)):
+            raise check.FieldError(
+                "sessions", "sessions: makes up its turns: not with prompts: or trace phases"
+            )
+        if isinstance(self.tokenizer, str):
+            object.__setattr__(self, "tokenizer", Path(self.tokenizer))
         if isinstance(self.input_tokens, list):
             object.__setattr__(self, "input_tokens", tuple(self.input_tokens))
         check.token_range("input_tokens", self.input_tokens, 1, MAX_TOKENS)
@@ -172,6 +184,8 @@ class Workload:
             **({"max_concurrency": self.max_concurrency} if self.max_concurrency else {}),
             **({"prefix": self.prefix.to_json()} if self.prefix is not None else {}),
             **({"sessions": self.sessions.to_json()} if self.sessions is not None else {}),
+            **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
+            **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             "phases": [
                 {
                     "name": phase.name,
@@ -181,6 +195,7 @@ class Workload:
                     "burstiness": phase.burstiness,
                     **({"rate_to": phase.rate_to} if phase.rate_to is not None else {}),
                     **({"stop": phase.stop.to_json()} if phase.stop is not None else {}),
+                    **({"trace": phase.trace.to_json()} if phase.trace is not None else {}),
                 }
                 for phase in self.phases
             ],

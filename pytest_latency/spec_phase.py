@@ -4,6 +4,7 @@ Shapes: ``constant`` (evenly spaced), ``poisson``, ``gamma`` (vLLM's ``--burstin
 and ``ramp``: an inhomogeneous Poisson process whose rate moves linearly from ``rate``
 to ``rate_to`` over the phase (YAML ``{arrival: ramp, from: 5, to: 25, duration: 30s}``).
 A step schedule is a list of phases, one per step (docs/specs.md "Arrival shapes").
+``trace`` replays a trace file at its instants (:func:`pytest_latency.spec_trace.trace_phase`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Literal, get_args
 
 from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_fraction
+from pytest_latency.spec_trace_lines import Trace
 
-Arrival = Literal["constant", "poisson", "gamma", "ramp"]
+Arrival = Literal["constant", "poisson", "gamma", "ramp", "trace"]
 # The Literal type is the single source of the allowed values.
 ARRIVALS: tuple[str, ...] = get_args(Arrival)
 # Limits (docs/specs.md "Limits"): every number in a spec is finite and inside these.
@@ -89,10 +91,15 @@ class Phase:
     burstiness: float = 1.0
     rate_to: float | None = None  # ramp: the rate at the phase's end (``rate`` at its start)
     stop: StopRule | None = None  # stop the phase early (None: never)
+    trace: Trace | None = None  # arrival "trace": the requests, rate and duration its own
 
     def __post_init__(self) -> None:
         check.text("name", self.name, what="phase name")
         where = f"phase {self.name!r}: "
+        if (self.arrival == "trace") != (self.trace is not None):
+            raise check.FieldError(
+                "trace", where + "arrival: trace needs a trace file: use trace_phase(file)"
+            )
         ramp = self.arrival == "ramp"  # a ramp may start (or end) at 0 requests/s
         check.number(
             "rate",

@@ -23,7 +23,6 @@ from pytest_latency.spec import (
     Objective,
     Phase,
     ServerSpec,
-    SpecError,
     Workload,
     parse_gpus,
 )
@@ -31,16 +30,16 @@ from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
 from pytest_latency.spec_limits_yaml import latency_duration, parse_limit
 from pytest_latency.spec_phase import parse_stop
 from pytest_latency.spec_sessions import SESSION_KEYS, parse_session_keys
+from pytest_latency.spec_sources_yaml import (
+    SOURCE_KEYS,
+    TRACE_PHASE_KEYS,
+    parse_sources,
+    parse_trace_phase,
+)
+from pytest_latency.spec_yaml_context import SpecFileError as SpecFileError  # re-exported
+from pytest_latency.spec_yaml_context import YamlContext as _Context
 
 T = TypeVar("T")
-
-
-class SpecFileError(SpecError):
-    """A spec file is invalid: ``path:line: key: problem``."""
-
-    def __init__(self, path: Path, line: int, key: str, problem: str) -> None:
-        self.path, self.line, self.key, self.problem = path, line, key, problem
-        super().__init__(f"{path}:{line}: {key}: {problem}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,59 +55,6 @@ class SloSpec:
     objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
 
 
-class _Context:
-    """Where we are in the file, for error messages."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def fail(self, line: int, key: str, problem: str) -> SpecFileError:
-        return SpecFileError(self.path, line, key, problem)
-
-    def mapping(self, value: Any, line: int, key: str, allowed: tuple[str, ...]) -> _Map:
-        if not isinstance(value, _Map):
-            raise self.fail(line, key, f"expected a mapping, got {type(value).__name__}")
-        for name in value:
-            if name not in allowed:
-                raise self.fail(
-                    value.key_lines[name],
-                    f"{key}.{name}" if key else name,
-                    f"unknown key; allowed: {', '.join(allowed)}",
-                )
-        return value
-
-    def field(self, parent: _Map, name: str, key: str, parse: Callable[[Any], T]) -> T:
-        line = parent.key_lines.get(name, parent.line)
-        try:
-            return parse(parent[name])
-        except (ValueError, TypeError) as error:
-            raise self.fail(line, f"{key}.{name}" if key else name, str(error)) from None
-
-    def build(self, node: _Map, key: str, make: Callable[[], T]) -> T:
-        """``make()``; its SpecError points at the key it names, else at the node."""
-        try:
-            return make()
-        except SpecFileError:
-            raise
-        except SpecError as error:
-            name = _YAML_NAMES.get(getattr(error, "field", ""), getattr(error, "field", ""))
-            if name in node.key_lines:
-                raise self.fail(node.key_lines[name], f"{key}.{name}", str(error)) from None
-            raise self.fail(node.line, key, str(error)) from None
-
-
-# Python attribute -> YAML key, where they differ.
-_YAML_NAMES = {
-    "duration_s": "duration",
-    "timeout_s": "timeout",
-    "warmup_requests": "warmup",
-    "cooldown_s": "cooldown",
-    "max_s": "max",
-    "min_change_s": "min_change",
-    "rate_to": "to",
-}
-
-
 def _arrival(value: Any) -> Arrival:
     if value not in ARRIVALS:
         raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}")
@@ -116,6 +62,7 @@ def _arrival(value: Any) -> Arrival:
 
 
 _PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
+_ANY_PHASE_KEYS = tuple(dict.fromkeys(_PHASE_KEYS + TRACE_PHASE_KEYS))
 _WORKLOAD_KEYS = (
     "seed",
     "input_tokens",
@@ -128,6 +75,7 @@ _WORKLOAD_KEYS = (
     "max_concurrency",
     "phases",
     *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
+    *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
 )
 _OBJECTIVE_KEYS = (
     "metric",
@@ -145,7 +93,12 @@ _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
 
 def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
-    node = context.mapping(value, line, key, _PHASE_KEYS)
+    node = context.mapping(value, line, key, _ANY_PHASE_KEYS)
+    if node.get("arrival") == "trace":
+        return parse_trace_phase(context, node, key)
+    if (stray := next((name for name in node if name not in _PHASE_KEYS), None)) is not None:
+        problem = f"{stray}: needs arrival: trace"
+        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
     rate_key = "from" if node.get("arrival") == "ramp" else "rate"  # a ramp: from -> to
     if (stray := "rate" if rate_key == "from" else "from") in node:
         problem = "a ramp takes from: and to:" if stray == "rate" else "from: needs arrival: ramp"
@@ -187,7 +140,7 @@ def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
             zip(phases_node, phases_node.item_lines, strict=True)
         )
     )
-    options: dict[str, Any] = {"phases": phases}
+    options: dict[str, Any] = {"phases": phases, **parse_sources(context, node)}
     parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "seed": ("seed", check.as_int),
         "input_tokens": ("input_tokens", check.as_token_range),

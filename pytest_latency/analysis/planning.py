@@ -179,6 +179,8 @@ def suggest_duration(plan: Plan, objective: Objective, needed: int) -> str:
         )
     others = planned_samples(plan, objective) - sum(gives_sample(r, objective) for r in in_phase)
     missing = needed - others
+    if phase.trace is not None:  # a trace's requests are its own: only more trace helps
+        return _longer_trace(phase, share, missing - round(share * len(in_phase)))
     # Variance of the sample count: the arrivals' (none for constant arrivals, 1/shape of
     # the mean for gamma gaps) thinned by the share in scope, plus the thinning's own.
     scatter = 0.0 if phase.arrival == "constant" else share / phase.burstiness
@@ -192,6 +194,14 @@ def suggest_duration(plan: Plan, objective: Objective, needed: int) -> str:
         duration = math.ceil(duration * 1.05)
     episodes = f" in each of {workload.repeat} episodes" if workload.repeat > 1 else ""
     return f"make {phase.name} at least {duration:g}s at {phase.rate:g}/s{episodes}"
+
+
+def _longer_trace(phase: Phase, share: float, missing: int) -> str:
+    lines = math.ceil(missing / share)  # share > 0: checked by the caller
+    return (
+        f"replay more of the trace in {phase.name}: about {lines} more requests"
+        f" (a longer window or trace file), or add a rate phase"
+    )
 
 
 def _phase_to_lengthen(plan: Plan, objective: Objective) -> Phase:

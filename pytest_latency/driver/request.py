@@ -93,6 +93,11 @@ class Sender:
         body["stream_options"] = {"include_usage": True}
         if self.extra_body:
             body.update(self.extra_body)
+            floor = body.get("min_tokens")
+            # The workload-wide floor must not pass this request's own cap (trace and
+            # dataset requests carry their own output lengths): servers reject min > max.
+            if isinstance(floor, int) and floor > request.output_tokens:
+                body["min_tokens"] = request.output_tokens
         return json.dumps(body).encode()
 
     async def send(

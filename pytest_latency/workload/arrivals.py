@@ -40,7 +40,12 @@ def _ramp(phase: Phase, rng: np.random.Generator) -> np.ndarray:
 
 
 def arrival_times(phase: Phase, rng: np.random.Generator) -> np.ndarray:
-    """Send times in seconds from the phase start, sorted, all in ``[0, duration)``."""
+    """Send times in seconds from the phase start, sorted, all in ``[0, duration)``.
+
+    A trace phase's times are its trace's own (``rng`` unused).
+    """
+    if phase.trace is not None:
+        return np.array([line.offset_s for line in phase.trace.requests], dtype=np.float64)
     if phase.arrival == "ramp":
         return _ramp(phase, rng)
     if phase.arrival == "constant":

@@ -26,7 +26,7 @@ _TOPICS = (
     "volcanoes",
     "electric circuits",
 )
-_FILLER = (
+FILLER = (
     "please",
     "explain",
     "step",
@@ -71,6 +71,6 @@ def make_prompt(
     words = head[:tokens]
     remaining = tokens - len(words)
     if remaining > 0:
-        picks = rng.integers(len(_FILLER), size=remaining)
-        words.extend(_FILLER[int(index)] for index in picks)
+        picks = rng.integers(len(FILLER), size=remaining)
+        words.extend(FILLER[int(index)] for index in picks)
     return " ".join(words)

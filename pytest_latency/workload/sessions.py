@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_latency.spec import Workload
+from pytest_latency.spec_trace_lines import TraceRequest
 from pytest_latency.workload.plan import PlannedRequest
 from pytest_latency.workload.prefixes import PrefixPlanner
 from pytest_latency.workload.prompts import make_prompt
@@ -31,6 +32,7 @@ class Start:
     phase: str
     intended_s: float
     episode: int
+    line: TraceRequest | None = None  # a trace phase's line (workload/traces.py)
 
 
 def plan_sessions(

@@ -34,8 +34,10 @@ EXPECTED = {
     "__version__",
     "burst",
     "objective",
+    "prompt_dataset",
     "quantile_bounds",
     "steady",
+    "trace_phase",
 }
 
 
