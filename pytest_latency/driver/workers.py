@@ -31,7 +31,7 @@ from pytest_latency.driver.client import DriveResult, Run, RunInterrupted, Targe
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.workload.plan import Plan
+from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
 
@@ -188,10 +188,7 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             "%s: its %d requests are recorded as cancelled", reason, len(worker.part.requests)
         )
         for request in worker.part.requests:
-            records[request.id] = _lost(request.id, request.phase, request.intended_s, reason)
-            records[request.id].input_tokens = request.input_tokens
-            records[request.id].max_tokens = request.output_tokens
-            records[request.id].episode = request.episode
+            records[request.id] = lost_record(request, reason)
     for request in plan.requests:  # a plan with no worker at all (never expected)
         records.setdefault(
             request.id, _lost(request.id, request.phase, request.intended_s, "no worker")
@@ -201,6 +198,15 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
     if t0 and not elapsed:
         elapsed = (now - t0) / 1e9
     return DriveResult([records[key] for key in sorted(records)], started_at, elapsed, t0)
+
+
+def lost_record(request: PlannedRequest, reason: str) -> RequestRecord:
+    """The ``cancelled`` record of a planned request whose worker was lost (``reason``)."""
+    record = _lost(request.id, request.phase, request.intended_s, reason)
+    record.input_tokens = request.input_tokens
+    record.max_tokens = request.output_tokens
+    record.episode = request.episode
+    return record
 
 
 def _lost(request_id: int, phase: str, intended_s: float, reason: str) -> RequestRecord:
