@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import time
 from typing import Any
 
@@ -26,6 +27,10 @@ from pytest_latency.spec import Workload
 from pytest_latency.worker_clocks import ClockOffset, ClockPing, estimate_offset
 from pytest_latency.workload.plan import Plan
 
+# A Ray worker process runs Python threads of Ray's own beside the event loop; at the
+# default 5 ms switch interval a send waits up to that long for the GIL. The actor's
+# process is its own, so it is set there.
+GIL_SWITCH_INTERVAL_S = 0.0005
 CLOCK_PINGS = 40  # enough for one ping to meet an idle path; ~40 ms on one host
 STOP_TIMEOUT_S = 5.0  # bound on a cancelled drive closing its connections
 
@@ -74,6 +79,7 @@ class GeneratorWorker:
     """One share of the plan, driven from one actor. Methods are called by the driver."""
 
     def __init__(self, name: str, part: Plan, target: Target) -> None:
+        sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
         self.name = name
         self._outbox: list[RequestRecord] = []
         self._run = _ShippingRun(
