@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_latency.driver import DriveResult, Target, run_plan
+from pytest_latency.driver import DriveResult, Target, ray_workers, run_plan
 from pytest_latency.driver.ray_workers import run_ray_workers
 from pytest_latency.sim.config import DEFAULT_MODEL
 from pytest_latency.spec import Phase, Workload
@@ -85,7 +85,7 @@ def row(kind: str, result: DriveResult, wall_s: float) -> dict[str, Any]:
 def show(entry: dict[str, Any]) -> None:
     held = "HELD" if entry["lag_p99_ms"] <= LAG_LIMIT_S * 1e3 else "over 5 ms"
     print(
-        f"{entry['kind']:5}  {entry['records']} records {entry['statuses']}  lag p50"
+        f"{entry['kind']:9}  {entry['records']} records {entry['statuses']}  lag p50"
         f" {entry['lag_p50_ms']:.2f} p99 {entry['lag_p99_ms']:.2f} max"
         f" {entry['lag_max_ms']:.2f} ms  ({held})  wall {entry['wall_s']:.1f}s",
         flush=True,
@@ -106,6 +106,11 @@ def main() -> None:
     parser.add_argument("--burst-s", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=1, help="runs (seeds 7, 8, ...)")
     parser.add_argument("--local", action="store_true", help="also drive each plan in-process")
+    parser.add_argument(
+        "--collect-intervals",
+        default="1",
+        help="comma list of seconds between record collections; one Ray run per value",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = parser.parse_args()
     if not only_loopback():
@@ -126,9 +131,12 @@ def main() -> None:
         target = Target(url, model=DEFAULT_MODEL)
         for index in range(args.repeat):
             plan = build_plan(spike(args.steady_s, args.burst_s, seed=7 + index))
-            for kind in ("ray", "local") if args.local else ("ray",):
+            intervals = [float(value) for value in args.collect_intervals.split(",")]
+            kinds = [f"ray@{value:g}s" for value in intervals] + (["local"] if args.local else [])
+            for kind in kinds:
                 started = time.monotonic()
-                if kind == "ray":
+                if kind.startswith("ray"):
+                    ray_workers.COLLECT_INTERVAL_S = float(kind[4:-1])
                     result = run_ray_workers(plan, target, "auto", workers=2)
                 else:
                     result = run_plan(plan, target)

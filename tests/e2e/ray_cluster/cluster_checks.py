@@ -39,6 +39,7 @@ from pytest_latency.spec import Phase, Workload
 from pytest_latency.workload import build_plan
 
 READY_TIMEOUT_S = 60.0
+ROOT = Path(__file__).resolve().parents[3]
 SIGTERM_TEST = """
 from pytest_latency import steady
 
@@ -179,6 +180,9 @@ def run_sigterm(url: str, address: str) -> dict[str, Any]:
         exit_s = time.monotonic() - sent_at
         path = where / "run.json"
         document = json.loads(path.read_text()) if path.exists() else None
+    sys.path.insert(0, str(ROOT))  # the suite's schema helper, as the suite imports it
+    from tests.helpers.json_schema import problems
+
     run = document["runs"][0] if document else {}
     requests = run.get("requests", [])
     return {
@@ -190,6 +194,7 @@ def run_sigterm(url: str, address: str) -> dict[str, Any]:
         "offered": sum(phase["offered"] for phase in run.get("phases", [])),
         "ok": sum(1 for r in requests if r["status"] == "ok"),
         "workers": (run.get("generator") or {}).get("workers"),
+        "schema_problems": problems(document) if document else ["no JSON written"],
         "output_tail": output[-2000:],
     }
 

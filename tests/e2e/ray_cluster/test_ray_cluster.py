@@ -110,3 +110,4 @@ def test_sigterm_keeps_every_record_of_a_ray_run(found: dict[str, Any]) -> None:
     assert sigterm["ok"] >= 5
     assert sigterm["exit_s"] < 30
     assert [w["lost"] for w in sigterm["workers"]] == [0, 0]
+    assert sigterm["schema_problems"] == []  # generator.workers is in the shipped schema
