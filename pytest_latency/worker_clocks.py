@@ -105,3 +105,22 @@ def uncertain_clocks(workers: Sequence[GeneratorWorker], max_lag_s: float) -> li
         for worker in workers
         if worker.clock_uncertainty_s > max_lag_s
     ]
+
+
+def describe_workers(workers: Sequence[GeneratorWorker]) -> str | None:
+    """One line for the terminal: how many remote workers, their clocks, what was lost."""
+    if not workers:
+        return None
+    nodes = len({worker.node for worker in workers})
+    worst = max(worker.clock_uncertainty_s for worker in workers)
+    largest = max(abs(worker.clock_offset_s) for worker in workers)
+    text = (
+        f"generator: {_count(len(workers), 'Ray worker')} on {_count(nodes, 'node')}; "
+        f"clock offsets up to {largest * 1e3:.3g} ms, uncertain by up to {worst * 1e3:.3g} ms"
+    )
+    lost = [f"{w.worker} ({w.lost} requests)" for w in workers if w.lost]
+    return text + (f"; lost: {', '.join(lost)}" if lost else "")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

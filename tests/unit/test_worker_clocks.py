@@ -10,6 +10,7 @@ from pytest_latency.worker_clocks import (
     ClockOffset,
     ClockPing,
     GeneratorWorker,
+    describe_workers,
     estimate_offset,
     uncertain_clocks,
 )
@@ -70,3 +71,18 @@ def test_a_worker_whose_clock_is_less_certain_than_the_allowed_lag_is_named() ->
         "requests": 10,
         "lost": 0,
     }
+
+
+def test_the_terminal_line_names_workers_nodes_clocks_and_losses() -> None:
+    assert describe_workers([]) is None
+    workers = [
+        GeneratorWorker("pytest-latency-worker-0", "n0", -2e-5, 0.0004, requests=34),
+        GeneratorWorker("pytest-latency-worker-1", "n1", 6e-5, 0.00046, requests=33, lost=31),
+    ]
+    assert describe_workers(workers) == (
+        "generator: 2 Ray workers on 2 nodes; clock offsets up to 0.06 ms, uncertain by up"
+        " to 0.46 ms; lost: pytest-latency-worker-1 (31 requests)"
+    )
+    assert describe_workers(workers[:1]) == (
+        "generator: 1 Ray worker on 1 node; clock offsets up to 0.02 ms, uncertain by up to 0.4 ms"
+    )

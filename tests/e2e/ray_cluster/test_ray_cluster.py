@@ -110,4 +110,5 @@ def test_sigterm_keeps_every_record_of_a_ray_run(found: dict[str, Any]) -> None:
     assert sigterm["ok"] >= 5
     assert sigterm["exit_s"] < 30
     assert [w["lost"] for w in sigterm["workers"]] == [0, 0]
+    assert "generator: 2 Ray workers on 2 nodes; clock offsets" in sigterm["output_tail"]
     assert sigterm["schema_problems"] == []  # generator.workers is in the shipped schema
