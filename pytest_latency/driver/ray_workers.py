@@ -127,9 +127,7 @@ def run_ray_workers(
             finally:
                 _stop(ray, run.pool, run.extras)
         except KeyboardInterrupt as exc:
-            for actor in run.pool:
-                actor.failure = actor.failure or "run interrupted"
-            raise RunInterrupted(_merge(plan, run.pool, run.t0)) from exc
+            raise RunInterrupted(_merge(plan, run.pool, run.t0, interrupted=True)) from exc
     return _merge(plan, run.pool, run.t0)
 
 
@@ -314,19 +312,24 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}".strip()
 
 
-def _merge(plan: Plan, pool: list[_Actor], t0: int) -> DriveResult:
+def _merge(plan: Plan, pool: list[_Actor], t0: int, interrupted: bool = False) -> DriveResult:
+    """Every planned request's record; ``lost`` counts those of a lost actor (not the
+    ones an interrupted run never got back)."""
     records: dict[int, RequestRecord] = {}
     reported: list[Reported] = []
     for actor in pool:
-        lost = 0
+        reason = actor.failure or (
+            "run interrupted" if interrupted else f"Ray actor {actor.name} sent no record"
+        )
+        missing = 0
         for request in actor.part.requests:
             record = actor.records.get(request.id)
             if record is None:
-                reason = actor.failure or f"Ray actor {actor.name} sent no record"
-                record, lost = lost_record(request, reason), lost + 1
+                record, missing = lost_record(request, reason), missing + 1
             records[request.id] = record
-        if lost:
-            logger.warning("%s: %d requests recorded as cancelled", actor.failure, lost)
+        lost = missing if actor.failure else 0
+        if missing:
+            logger.warning("%s: %d requests recorded as cancelled", reason, missing)
         offset = actor.offset or ClockOffset(0, 0)
         reported.append(
             Reported(
