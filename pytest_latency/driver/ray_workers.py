@@ -169,6 +169,12 @@ def _run(
 def _placement_group(ray: Any, count: int) -> Any:
     from ray.util.placement_group import placement_group
 
+    total = ray.cluster_resources().get("CPU", 0)
+    if count > total:  # would wait for CPUs the cluster does not have
+        raise RuntimeError(
+            f"{count} generator workers need {count} CPUs (1 each); the Ray cluster has "
+            f"{total:g}: lower --latency-ray-workers"
+        )
     group = placement_group([{"CPU": 1}] * count, strategy="SPREAD")
     try:
         ray.get(group.ready(), timeout=READY_TIMEOUT_S)

@@ -7,7 +7,7 @@ on the machine's non-loopback address otherwise):
 
 It starts a two-node cluster (``ray.cluster_utils.Cluster``, one CPU each) and the
 embedded server on 127.0.0.1, runs the scenarios named on the command line (default:
-all of ``spike kill sigterm``), prints one JSON object with what each found, and always
+all of ``spike kill too_many sigterm``), prints one JSON object with what each found, and always
 shuts everything down. ``--steady-s``/``--burst-s`` size the spike (5 then 25 req/s).
 """
 
@@ -161,6 +161,17 @@ def run_kill(url: str, args: argparse.Namespace, total_cpus: float) -> dict[str,
     }
 
 
+def run_too_many(url: str) -> dict[str, Any]:
+    """More workers than the cluster has CPUs: a clear error at once, nothing left."""
+    plan = build_plan(spike(1.0, 1.0))
+    started = time.monotonic()
+    try:
+        run_ray_workers(plan, Target(url, model=DEFAULT_MODEL), "auto", workers=5)
+    except RuntimeError as error:
+        return {"error": str(error), "wall_s": time.monotonic() - started}
+    return {"error": None, "wall_s": time.monotonic() - started}
+
+
 def run_sigterm(url: str, address: str) -> dict[str, Any]:
     with TemporaryDirectory() as folder:
         where = Path(folder)
@@ -201,7 +212,7 @@ def run_sigterm(url: str, address: str) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("scenarios", nargs="*", default=["spike", "kill", "sigterm"])
+    parser.add_argument("scenarios", nargs="*", default=["spike", "kill", "too_many", "sigterm"])
     parser.add_argument("--steady-s", type=float, default=4.0)
     parser.add_argument("--burst-s", type=float, default=2.0)
     args = parser.parse_args()
@@ -222,6 +233,8 @@ def main() -> int:
                 found["spike"] = run_spike(url, args)
             elif scenario == "kill":
                 found["kill"] = run_kill(url, args, total_cpus)
+            elif scenario == "too_many":
+                found["too_many"] = run_too_many(url)
             elif scenario == "sigterm":
                 found["sigterm"] = run_sigterm(url, cluster.address)
     finally:
