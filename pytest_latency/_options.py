@@ -113,6 +113,17 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag("seed", "override every workload's seed", "N"),
     _Flag("workers", "generate load from N processes (default 1)", "N"),
+    _Flag(
+        "ray",
+        "generate load from Ray actors spread over a cluster: auto, HOST:PORT of a running "
+        "cluster, or ray://HOST:PORT (needs pytest-latency[ray])",
+        "ADDRESS",
+    ),
+    _Flag(
+        "ray-workers",
+        "Ray actors to generate load from (default: one per CPU the cluster offers)",
+        "N",
+    ),
     _Flag("image", "container image for a container server kind", "IMAGE"),
     _Flag("gpus", "GPUs for a container server: all, a count, or ids (device=1, 0,1)", "GPUS"),
     _Flag(
@@ -174,6 +185,8 @@ class LatencyOptions:
     allow_undecidable: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    ray_address: str | None = None
+    ray_workers: int | None = None
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -255,6 +268,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
     trace_url = text("trace-url")
     if trace_url and "{trace_id}" not in trace_url:
         raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
+    ray_address, ray_workers = _ray_options(text("ray"), text("ray-workers"), text("workers"))
     return LatencyOptions(
         server=parse_server(
             server_text or "sim",
@@ -291,7 +305,41 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         allow_undecidable=bool(_raw(config, "allow-undecidable")),
         max_line_bytes=_size("max-line-bytes", text("max-line-bytes"), DEFAULT_MAX_LINE_BYTES),
         max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
+        ray_address=ray_address,
+        ray_workers=ray_workers,
     )
+
+
+def _ray_options(
+    address: str | None, workers: str | None, local_workers: str | None
+) -> tuple[str | None, int | None]:
+    """``--latency-ray`` and ``--latency-ray-workers``, checked together."""
+    if address is None:
+        if workers is not None:
+            raise pytest.UsageError(
+                f"--latency-ray-workers {workers!r}: needs --latency-ray ADDRESS"
+            )
+        return None, None
+    address = str(_checked("ray", address, parse_ray_address))
+    if local_workers not in (None, "1"):
+        raise pytest.UsageError(
+            f"--latency-workers {local_workers!r}: with --latency-ray the load comes from "
+            "Ray actors; set their number with --latency-ray-workers"
+        )
+    count = int(str(_checked("ray-workers", workers, _parse_workers))) if workers else None
+    return address, count
+
+
+def parse_ray_address(value: str) -> str:
+    """``auto``, ``HOST:PORT`` of a running cluster's head (GCS), or ``ray://HOST:PORT``."""
+    text = value.strip()
+    if text == "auto":
+        return text
+    rest = text.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+        raise ValueError("expected auto, HOST:PORT of a running Ray cluster, or ray://HOST:PORT")
+    return text
 
 
 def _set_variable(name: str, variable: str | None) -> str | None:

@@ -254,7 +254,12 @@ class LatencySession:
             trace_url_template=self.options.trace_url,
             server_join=joined,
             server_metrics=series,
-            health=check_generator(outcome.records, workload, max_lag_p99_s=self.options.max_lag_s),
+            health=check_generator(
+                outcome.records,
+                workload,
+                max_lag_p99_s=self.options.max_lag_s,
+                workers=outcome.workers,
+            ),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
             interrupted=None if interrupted is None else _stop_reason(interrupted),
         )
@@ -315,6 +320,8 @@ class LatencySession:
                         self.telemetry.client_spans,
                         workers=self.options.workers,
                         progress=self.progress,
+                        ray_address=self.options.ray_address,
+                        ray_workers=self.options.ray_workers,
                     )
                 except (RunInterrupted, RunAborted) as stop:  # keep what was measured
                     interrupted, outcome = stop, stop.result

@@ -17,4 +17,6 @@ elif ! LATENCY_BUILD_PYTHON=.venv/bin/python bash scripts/container-images.sh; t
 fi
 # The HTML report's browser tests drive Debian's Chromium (installed here under CI=true).
 bash scripts/browser.sh
+# The Ray cluster tests need Ray (the [ray] extra) and iproute2 (installed here under CI=true).
+bash scripts/ray.sh
 .venv/bin/python -m pytest tests -q "$@"

@@ -15,6 +15,7 @@ import numpy as np
 from pytest_latency._units import format_seconds
 from pytest_latency.records import STOPPED_EARLY, RequestRecord
 from pytest_latency.spec import Workload
+from pytest_latency.worker_clocks import GeneratorWorker, uncertain_clocks
 
 DEFAULT_MAX_LAG_P99_S = 0.050
 DEFAULT_MAX_SHORTFALL = 0.10  # of a phase's planned requests not sent inside its window
@@ -26,14 +27,18 @@ class GeneratorHealth:
     reasons: tuple[str, ...]
     lag_p99_s: float | None
     shortfalls: dict[str, float]  # per phase: fraction of planned requests sent late or never
+    workers: tuple[GeneratorWorker, ...] = ()  # remote workers (Ray), with their clocks
 
     def to_json(self) -> dict[str, object]:
-        return {
+        document: dict[str, object] = {
             "valid": self.valid,
             "reasons": list(self.reasons),
             "schedule_lag_p99_s": self.lag_p99_s,
             "shortfall": self.shortfalls,
         }
+        if self.workers:
+            document["workers"] = [worker.to_json() for worker in self.workers]
+        return document
 
 
 def check_generator(
@@ -42,9 +47,14 @@ def check_generator(
     *,
     max_lag_p99_s: float = DEFAULT_MAX_LAG_P99_S,
     max_shortfall: float = DEFAULT_MAX_SHORTFALL,
+    workers: Sequence[GeneratorWorker] = (),
 ) -> GeneratorHealth:
-    """Judge the generator by its own lag and by what it sent inside each phase window."""
-    reasons: list[str] = []
+    """Judge the generator by its own lag and by what it sent inside each phase window.
+
+    Remote ``workers`` converted the start instant with a measured clock offset: one whose
+    offset is less certain than the allowed lag may have sent everything that late.
+    """
+    reasons: list[str] = uncertain_clocks(workers, max_lag_p99_s)
     lags = np.asarray(  # a wait for a max_concurrency slot is the cap's, not the generator's
         [lag for r in records if (lag := r.schedule_lag_s) is not None], dtype=np.float64
     )
@@ -84,4 +94,4 @@ def check_generator(
                 f"phase {phase.name}: {shortfall:.0%} of {len(planned)} planned requests were "
                 f"not sent within the phase (target {phase.rate:g}/s)"
             )
-    return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls)
+    return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls, tuple(workers))

@@ -37,6 +37,7 @@ from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.secret import Secret
+from pytest_latency.worker_clocks import GeneratorWorker
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
@@ -94,6 +95,7 @@ class DriveResult:
     started_at_unix: float  # wall clock at time zero, for reports only
     elapsed_s: float  # monotonic duration from time zero to the last request's end
     started_ns: int = 0  # time zero as a time.perf_counter_ns() reading (in-process clock)
+    workers: list[GeneratorWorker] = field(default_factory=list)  # remote (Ray) workers
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -274,12 +276,17 @@ class Run:
             secrets=() if self.target.api_key is None else (self.target.api_key,),
         )
 
+    def phase_stops(self) -> PhaseStops:
+        """The stop rules' bookkeeping; its ``ended`` hears each request as it ends (a Ray
+        worker overrides this to ship finished records while the run goes on)."""
+        return PhaseStops(self.plan.workload)
+
     async def _launch(self, tasks: TaskGroup, sender: Sender) -> None:
         clock = time.perf_counter_ns
         t0 = self.started_ns
         cap = self.plan.workload.max_concurrency
         slots = None if cap is None else anyio.CapacityLimiter(cap)
-        stops = PhaseStops(self.plan.workload)
+        stops = self.phase_stops()
         for request, record in self._schedule:
             if (why := stops.reason(request.phase)) is not None:  # the phase stopped early
                 record.error = why  # stays cancelled, with the reason

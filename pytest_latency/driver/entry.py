@@ -40,6 +40,8 @@ def run_plan(
     *,
     workers: int = 1,
     progress: ProgressListener | None = None,
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
 ) -> DriveResult:
     """Synchronous :func:`drive`. Ctrl-C raises :class:`RunInterrupted` with the records;
     anything else raised mid-run (a test's timeout from a signal handler) raises
@@ -49,7 +51,15 @@ def run_plan(
     for trace context only and not exported. ``workers > 1`` splits the plan across that
     many processes (:mod:`.workers`); their spans carry trace context but are not exported.
     ``progress`` hears sent/completed counts from a thread of its own (:mod:`.progress`).
+    ``ray_address`` drives from Ray actors instead (:mod:`.ray_workers`; ``ray_workers``
+    of them, default one per CPU the cluster has free).
     """
+    if ray_address is not None:
+        if plan.workload.max_concurrency is not None:
+            raise ValueError("max_concurrency caps one process: it cannot run on Ray workers")
+        from pytest_latency.driver.ray_workers import run_ray_workers  # Ray only when asked
+
+        return run_ray_workers(plan, target, ray_address, ray_workers, progress)
     if workers > 1 and plan.workload.max_concurrency is None:  # one cap needs one process
         return run_workers(plan, target, workers, progress)
     run = Run(plan, target, spans)

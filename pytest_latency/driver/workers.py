@@ -204,9 +204,9 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             "%s: its %d requests are recorded as cancelled", reason, len(worker.part.requests)
         )
         for request in worker.part.requests:
-            records[request.id] = _lost(request, reason)
+            records[request.id] = lost_record(request, reason)
     for request in plan.requests:  # a plan with no worker at all (never expected)
-        records.setdefault(request.id, _lost(request, "no worker"))
+        records.setdefault(request.id, lost_record(request, "no worker"))
     now = time.perf_counter_ns()
     started_at = time.time() - (now - t0) / 1e9 if t0 else time.time()
     if t0 and not elapsed:
@@ -214,7 +214,8 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
     return DriveResult([records[key] for key in sorted(records)], started_at, elapsed, t0)
 
 
-def _lost(request: PlannedRequest, reason: str) -> RequestRecord:
+def lost_record(request: PlannedRequest, reason: str) -> RequestRecord:
+    """The ``cancelled`` record of a planned request whose worker was lost (``reason``)."""
     record = request.blank_record()
     record.status = Status.CANCELLED
     record.error = f"{reason}; the request's outcome is unknown"

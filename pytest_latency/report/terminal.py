@@ -19,6 +19,7 @@ from pytest_latency.report.evidence import verdict_text
 from pytest_latency.report.tables import RATE_LEGEND, phase_tables
 from pytest_latency.report.wrapping import wrap
 from pytest_latency.result import LatencyResult
+from pytest_latency.worker_clocks import describe_workers
 
 BOUNDARY = (
     "boundary: client-side, from each request's planned send time; failed requests count"
@@ -101,4 +102,6 @@ def _telemetry_lines(run: LatencyResult, width: int) -> list[str]:
             )
         else:
             texts.append(f"server /metrics: no data ({series.last_error or 'not scraped'})")
+    if run.health is not None and (workers := describe_workers(run.health.workers)):
+        texts.append(workers)
     return [line for text in texts for line in wrap(text, width, "  ")]

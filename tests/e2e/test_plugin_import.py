@@ -16,7 +16,7 @@ from pytest_latency.analysis.health import DEFAULT_MAX_LAG_P99_S
 
 # Packages that cost tenths of a second each, and our modules that pull them in.
 HEAVY = (
-    "numpy", "scipy", "httpx", "opentelemetry", "google.protobuf", "yaml",
+    "numpy", "scipy", "httpx", "opentelemetry", "google.protobuf", "yaml", "ray",
     "pytest_latency.analysis", "pytest_latency.driver", "pytest_latency.result",
     "pytest_latency.telemetry.receiver",
 )  # fmt: skip

@@ -5,6 +5,7 @@ import pytest
 from pytest_latency.analysis.health import check_generator
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec import Phase, Workload
+from pytest_latency.worker_clocks import GeneratorWorker
 
 WORKLOAD = Workload(phases=(Phase("steady", rate=10, duration_s=10),))
 
@@ -40,3 +41,20 @@ def test_requests_never_sent_are_a_shortfall():
 
 def test_threshold_is_a_setting():
     assert check_generator(_records(0.2), WORKLOAD, max_lag_p99_s=0.5).valid
+
+
+def test_a_remote_worker_whose_clock_is_uncertain_beyond_the_allowed_lag_makes_it_invalid():
+    sure = GeneratorWorker("pytest-latency-worker-0", "n0", 1e-5, 0.0004, requests=50)
+    unsure = GeneratorWorker("pytest-latency-worker-1", "n1", 0.2, 0.08, requests=50)
+    health = check_generator(_records(0.002), WORKLOAD, workers=[sure])
+    assert health.valid and health.to_json()["workers"] == [sure.to_json()]
+    health = check_generator(_records(0.002), WORKLOAD, workers=[sure, unsure])
+    assert not health.valid
+    assert health.reasons == (
+        "worker pytest-latency-worker-1 on node n1: clock offset uncertain by 80 ms, more "
+        "than the allowed schedule lag 50 ms",
+    )
+
+
+def test_local_runs_report_no_workers():
+    assert "workers" not in check_generator(_records(0.002), WORKLOAD).to_json()
