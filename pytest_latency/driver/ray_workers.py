@@ -33,6 +33,7 @@ from pytest_latency.records import RequestRecord
 from pytest_latency.worker_clocks import ClockOffset, ClockPing, estimate_offset
 from pytest_latency.worker_clocks import GeneratorWorker as Reported
 from pytest_latency.workload.plan import Plan
+from pytest_latency.workload.sessions import session_allowance_s
 
 logger = logging.getLogger("pytest_latency.driver")
 
@@ -162,6 +163,7 @@ def _run(
     schedule = ScheduleProgress([r.intended_s for r in plan.requests], plan.duration_s)
     schedule.t0_ns = run.t0
     bound_s = START_MARGIN_S + plan.duration_s + plan.workload.timeout_s + END_GRACE_S
+    bound_s += session_allowance_s(plan.workload)  # later turns run past the phases
     with reporting(schedule, progress):
         _collect(ray, run.pool, bound_s)
 
