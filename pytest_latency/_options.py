@@ -150,7 +150,8 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag(
         "record-content",
-        "keep generated text in records (off: prompts and outputs are never stored)",
+        "keep each request's prompt and answer in the JSON and the HTML hover cards "
+        "(off: prompts and answers are never stored)",
         is_switch=True,
     ),
 )

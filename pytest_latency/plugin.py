@@ -65,14 +65,6 @@ def pytest_configure(config: pytest.Config) -> None:
     cleanup = interrupts.StopServersOnInterrupt(handler, session.stop_servers)
     config.pluginmanager.register(cleanup, "latency-interrupts")
     config.pluginmanager.register(fixtures, "latency-fixtures")  # the ``latency`` fixture
-    if options.record_content:
-        config.issue_config_time_warning(
-            pytest.PytestConfigWarning(
-                "--latency-record-content is part of the contract but not implemented in this "
-                "version; it has no effect"
-            ),
-            stacklevel=2,
-        )
 
 
 def _check_output_paths(options: LatencyOptions) -> None:

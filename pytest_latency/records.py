@@ -94,6 +94,10 @@ class RequestRecord:
     # it did not report them.
     prompt_tokens: int | None = None
     cached_tokens: int | None = None
+    # With ``--latency-record-content`` only: the request's own prompt (a session turn's
+    # newest message) and the text it received, kept even for a failed request.
+    prompt: str | None = None
+    content: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -159,7 +163,7 @@ _OPTIONAL_FLOAT_FIELDS = (
     "sent_s", "first_token_s", "end_s", "queue_wait_s", "prefill_s", "decode_s",
     "slot_wait_s",
 )  # fmt: skip
-_OPTIONAL_TEXT_FIELDS = ("error", "server_source")
+_OPTIONAL_TEXT_FIELDS = ("error", "server_source", "prompt", "content")
 _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is not one)
 _STATUS_VALUES = frozenset(status.value for status in Status)
 
@@ -211,6 +215,8 @@ def record_to_dict(
         "session": record.session,
         "turn": record.turn,
     }
+    if record.prompt is not None:  # only with --latency-record-content: absent otherwise
+        row["prompt"], row["content"] = record.prompt, record.content
     if keep_gaps and len(record.itl_s):
         row["itl_s"] = [float(gap) for gap in record.itl_s]
     return row
@@ -229,6 +235,7 @@ def records_to_dicts(
 
 # Written for people and other tools, derived from the other fields by every reader.
 DERIVED_FIELDS = ("ttft_s", "e2e_s", "tpot_s", "after_queue_s", "unattributed_s")
+_NOT_IN_BASELINES = ("itl_s", "prompt", "content")  # verdicts never read them
 _NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
 
 
@@ -238,7 +245,7 @@ def baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
     compact = {
         name: round(value, _NANOSECOND_DIGITS) if type(value) is float else value
         for name, value in row.items()
-        if name not in DERIVED_FIELDS and name != "itl_s"
+        if name not in DERIVED_FIELDS and name not in _NOT_IN_BASELINES
     }
     gaps = row.get("itl_s")
     if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:  # an older row

@@ -291,6 +291,7 @@ class LatencySession:
                 max_line_bytes=self.options.max_line_bytes,
                 max_body_bytes=self.options.max_body_bytes,
             ),
+            record_content=self.options.record_content,
         )
 
     def _keep(self, result: LatencyResult, node: str, key: str) -> None:

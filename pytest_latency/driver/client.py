@@ -72,6 +72,9 @@ class Target:
     extra_body: Mapping[str, object] = field(default_factory=dict)
     limits: ResponseLimits = field(default_factory=ResponseLimits)
     api_key: Secret | None = None
+    # Keep each request's prompt and generated text in its record (off: they are never
+    # stored, so no report can show them): ``--latency-record-content``.
+    record_content: bool = False
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:
@@ -274,6 +277,7 @@ class Run:
             spans=self.spans,
             limits=self.target.limits,
             secrets=() if self.target.api_key is None else (self.target.api_key,),
+            record_content=self.target.record_content,
         )
 
     def phase_stops(self) -> PhaseStops:

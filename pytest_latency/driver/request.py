@@ -72,6 +72,7 @@ class Sender:
     spans: ClientSpans
     limits: ResponseLimits = field(default_factory=ResponseLimits)
     secrets: tuple[Secret, ...] = field(default=(), repr=False)  # hidden in error texts
+    record_content: bool = False  # keep prompt and answer text in records (opt-in)
     t0_ns: int = 0
     finished: int = 0  # requests whose send ended (any status), for progress reports
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
@@ -118,10 +119,14 @@ class Sender:
         span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
         content = self.body(request, history)
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
+        if self.record_content and answer is None:
+            answer = []  # the text is kept only when asked for: it costs memory per request
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
                 await self._exchange(record, content, headers, request.prompt, answer)
         finally:
+            if self.record_content:
+                record.prompt, record.content = request.prompt, "".join(answer or ())
             finish_span(span, record, self.t0_ns + self.clock_offset_ns)
             self.finished += 1
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.

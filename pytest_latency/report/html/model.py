@@ -5,8 +5,8 @@ object it writes with ``--latency-json`` (``run_dict``) and the session's record
 ``pytest-latency report`` passes the object read back from the file and the records
 parsed from it. So a saved file renders the report the session wrote.
 
-Prompts and responses are never part of a run object or a record, so they cannot
-reach the report (``--latency-record-content`` does not change that).
+Prompts and responses are part of a record only with ``--latency-record-content``; then
+the hover cards show their first ``CARD_TEXT_CHARS`` characters, as text.
 """
 
 from __future__ import annotations
@@ -255,7 +255,18 @@ CARD_FIELDS: tuple[str, ...] = (
     "output_tokens",
     "trace_id",
     "url",
+    "prompt",
+    "content",
 )
+# With --latency-record-content, a card shows this much of the prompt and the answer
+# (the whole text is in --latency-json): 10,000 cards stay a few MB.
+CARD_TEXT_CHARS = 300
+
+
+def _clipped(text: str | None) -> str | None:
+    if text is None or len(text) <= CARD_TEXT_CHARS:
+        return text
+    return text[:CARD_TEXT_CHARS] + "\u2026"
 
 
 def _rounded(value: float | None) -> float | None:
@@ -294,6 +305,8 @@ class Cards:
                 record.output_tokens,
                 record.trace_id,
                 trace_link(run.trace_url, record.trace_id),
+                _clipped(record.prompt),
+                _clipped(record.content),
             ]
         )
         self._keys[(test, record.id)] = len(self.rows) - 1

@@ -73,6 +73,15 @@
       addRow(table, "", link);
     }
     tip.appendChild(table);
+    // Only with --latency-record-content: the prompt and the answer, as text.
+    [["prompt", "prompt"], ["content", "answer"]].forEach(function (pair) {
+      var text = cell(row, pair[0]);
+      if (text === null || text === undefined) return;
+      var block = document.createElement("div");
+      block.className = "tip-text";
+      block.textContent = pair[1] + ": " + text;
+      tip.appendChild(block);
+    });
   }
 
   function place(event) {
