@@ -12,7 +12,7 @@ import statistics
 
 from pytest_latency import Phase, Prefix, objective
 
-RAG = Phase("rag", rate=25, duration_s=5, arrival="constant")
+RAG = Phase("rag", rate=25, duration_s=10, arrival="constant")
 OPTIONS = {
     "input_tokens": (32, 96),  # the question, after the retrieved document
     # Every prompt starts with one of 4 documents; each prompt's own part is unique.
