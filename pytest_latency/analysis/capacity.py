@@ -1,11 +1,13 @@
 """Capacity search: the highest offered rate at which every objective passes (a bracket).
 
-The search probes rising offered rates (doubling from the low end of ``rates``), then
-bisects (geometrically) between the highest passing and the lowest failing rate until
-the bracket is at most ``target_ratio`` wide, the budget runs out, or the probes stop
-deciding. Each probe is run by a caller-supplied function (a live run with warm-up and
-drain, or the sim in virtual time) that looks at its data at pre-planned fractions of
-the probe and may stop early once decided.
+The search bisects the range geometrically from the start (its first probe is at
+sqrt(low x high), not at the low end: doubling up from the bottom spends most probes at
+rates far under the capacity), between the highest passing and the lowest failing rate
+(the ends of ``rates`` standing in until probed), until the bracket is at most
+``target_ratio`` wide, the budget runs out, or the probes stop deciding. An end of the
+range is probed only when the bracket reaches it. Each probe is run by a caller-supplied
+function (a live run with warm-up and drain, or the sim in virtual time) that looks at
+its data at pre-planned fractions of the probe and may stop early once decided.
 
 Error control: the search plans at most ``max_probes`` probes, each gets an equal share
 of ``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
@@ -28,7 +30,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.stats import norm
 
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
+from pytest_latency.spec import Objective
 from pytest_latency.spec_phase import MIN_SATURATION_GROWTH
 
 MONOTONICITY = (
@@ -110,7 +114,7 @@ SATURATION_SHARE = 0.1  # in flight growing at 10% of the offered rate: the queu
 SATURATION_LABEL = "not over-saturated"
 
 
-def saturated(records: Sequence[RequestRecord], rate: float) -> bool:
+def saturated(records: Sequence[RequestRecord], rate: float, since_s: float | None = None) -> bool:
     """The queue grew without bound during the probe (so every latency limit fails in time).
 
     In flight at each send (sent, not yet ended; never-ended counts as in flight) is
@@ -118,6 +122,8 @@ def saturated(records: Sequence[RequestRecord], rate: float) -> bool:
     ``SATURATION_SHARE`` of the offered rate and by ``MIN_SATURATION_GROWTH`` requests.
     A finite probe of a runaway queue can hold too little independent evidence for a
     percentile bound (one long transient); this is the direct evidence that it ran away.
+    ``since_s``: fit only sends from then on (in flight still counts every record), so
+    that the climb to the steady state during a warm-up is not taken for growth.
     """
     sent = sorted((r.sent_s, r.end_s) for r in records if r.sent_s is not None)
     if len(sent) < 3:
@@ -125,6 +131,11 @@ def saturated(records: Sequence[RequestRecord], rate: float) -> bool:
     starts = np.array([start for start, _ in sent])
     ends = np.sort(np.array([math.inf if end is None else end for _, end in sent]))
     in_flight = np.arange(1, starts.size + 1) - np.searchsorted(ends, starts, side="right")
+    if since_s is not None:
+        keep = starts >= since_s
+        starts, in_flight = starts[keep], in_flight[keep]
+        if starts.size < 3:
+            return False
     span = float(starts[-1] - starts[0])
     if span <= 0:
         return False
@@ -164,7 +175,7 @@ def search_capacity(
     max_probes = max(1, int(budget_s // probe_cost_s))
     confidences = look_confidences((1.0 - confidence) / max_probes, looks)
     result = CapacityResult(None, None, [], budget_s, 0.0, "")
-    rate: float | None = low
+    rate = _next_rate(result, low, high, target_ratio)
     while rate is not None:
         if len(result.probes) >= max_probes or result.spent_s + probe_cost_s > budget_s:
             result.stopped = "budget: no time left for another probe"
@@ -221,40 +232,63 @@ def _update(result: CapacityResult, outcome: ProbeResult) -> None:
 def _next_rate(
     result: CapacityResult, low: float, high: float, target_ratio: float
 ) -> float | None:
+    """The next rate to probe, None when the search is done.
+
+    Between ``lower`` (the highest pass, else ``low``) and ``upper`` (the lowest fail,
+    else ``high``): bisect geometrically; rates that decided nothing form the band and
+    are bisected around (under it first, then over it). A range end that stood in for a
+    probe is probed last, once the bracket reaches it.
+    """
     tried = {probe.rate for probe in result.probes}
     passed, failed = result.passed_rps, result.failed_rps
-    if result.contradictions or (failed is not None and failed <= low):
-        return None  # failed at the bottom of the range, or the bracket is not trusted
-    if failed is None:  # still rising: an undecided low rate (too few samples) goes on
-        highest = max(tried)
-        return None if highest >= high else min(high, highest * 2.0)
-    undecided = [p.rate for p in result.probes if p.outcome == "inconclusive" and p.rate < failed]
-    if passed is None:  # only undecided rates under the fail: approach the fail from them
-        lower = max(undecided, default=low)
-        candidate = _bisect(lower, failed)
-        return None if candidate in tried or failed / lower <= target_ratio else candidate
-    band = [rate for rate in undecided if rate > passed]
-    upper = min(band, default=failed)  # bisect under an undecided rate first
-    if upper / passed <= target_ratio:
-        return None
-    candidate = _bisect(passed, upper)
-    return None if candidate in tried else candidate
+    if result.contradictions:
+        return None  # the bracket is not trusted
+    if (failed is not None and failed <= low) or (passed is not None and passed >= high):
+        return None  # failed at the bottom or passed at the top of the range
+    lower = low if passed is None else passed
+    upper = high if failed is None else failed
+    band = sorted(
+        p.rate for p in result.probes if p.outcome == "inconclusive" and lower < p.rate < upper
+    )
+    candidate: float | None = None
+    if band and band[0] / lower > target_ratio:
+        candidate = _bisect(lower, band[0])
+    elif band and upper / band[-1] > target_ratio:
+        candidate = _bisect(band[-1], upper)
+    elif not band and upper / lower > target_ratio:
+        candidate = _bisect(lower, upper)
+    elif passed is None and low not in tried:
+        candidate = low  # the bracket reached the bottom: does the lowest rate pass?
+    elif failed is None and high not in tried:
+        candidate = high  # the bracket reached the top: does the highest rate pass?
+    return None if candidate is None or candidate in tried else candidate
 
 
 def _why_done(result: CapacityResult, low: float, high: float, target_ratio: float) -> str:
+    passed, failed = result.passed_rps, result.failed_rps
     if result.contradictions:
         return "a probe contradicted monotonicity: " + "; ".join(result.contradictions)
-    if result.failed_rps is None:
-        return f"every probe up to {high:g}/s passed" if result.passed_rps else "undecided"
-    if result.passed_rps is None:
+    if failed is not None and failed <= low:
         return f"failed at the lowest rate {low:g}/s"
+    if passed is not None and passed >= high:
+        return f"passed at the highest rate {high:g}/s"
     if result.inconclusive_rps:
         return "probes inside the bracket decided nothing (the band between)"
-    return f"bracket within {target_ratio:g}x"
+    if passed is not None and failed is not None and failed / passed <= target_ratio:
+        return f"bracket within {target_ratio:g}x"
+    return "undecided: the probes decided too little to narrow the bracket further"
 
 
 def decide_capacity(result: CapacityResult | None, least: float) -> tuple[str, float, str]:
-    """(verdict, estimate, reason) of ``{metric: capacity, min: least}`` on a search result."""
+    """(verdict, estimate, reason) of ``{metric: capacity, min: least}`` on a search result.
+
+    PASS when every objective passed at a rate >= ``least`` (by monotonicity they pass at
+    ``least`` too), FAIL when one failed at a rate <= ``least`` (so it fails at ``least``
+    too), INCONCLUSIVE otherwise: ``least`` lies in the band between, or above every
+    pass with no fail probed (the search did not reach it), or monotonicity was
+    contradicted (then neither end of the bracket can be trusted). Both come from probe
+    verdicts whose error shares add up to at most the search's alpha.
+    """
     if result is None:
         return "inconclusive", math.nan, "no capacity search ran in this test"
     passed, failed = result.passed_rps, result.failed_rps
@@ -265,3 +299,23 @@ def decide_capacity(result: CapacityResult | None, least: float) -> tuple[str, f
     if failed is not None and failed <= least:
         return "fail", failed, f"an objective failed at {failed:g}/s <= {least:g}/s"
     return "inconclusive", passed or math.nan, f"the search did not decide {least:g}/s"
+
+
+def capacity_objective_result(
+    objective: Objective, result: CapacityResult | None, confidence: float
+) -> ObjectiveResult:
+    """``{metric: capacity, min: R}`` as an objective result: the estimate is the highest
+    passing rate, the bounds the bracket (req/s; null ends are unknown)."""
+    verdict, estimate, reason = decide_capacity(result, objective.min_value or 0.0)
+    passed = None if result is None else result.passed_rps
+    failed = None if result is None else result.failed_rps
+    return ObjectiveResult(
+        objective,
+        Verdict(verdict),
+        estimate,
+        math.nan if passed is None else passed,
+        math.inf if failed is None else failed,
+        0 if result is None else len(result.probes),
+        confidence,
+        reason,
+    )

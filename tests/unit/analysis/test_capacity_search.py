@@ -152,7 +152,8 @@ def test_a_repeat_probe_that_contradicts_the_pass_is_reported() -> None:
         return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
 
     result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=200.0)
-    assert result.probes[-1].rate == result.passed_rps == 4.0  # the confirming repeat
+    assert result.probes[-1].rate == result.passed_rps  # the confirming repeat
+    assert result.passed_rps is not None and result.passed_rps <= 4.0
     assert result.contradictions and "monotonicity" in result.stopped
     assert decide_capacity(result, 2.0)[0] == "inconclusive"
 
@@ -165,3 +166,53 @@ def test_the_budget_is_honoured_and_inconclusive_probes_are_the_band() -> None:
     short = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=500.0)
     assert short.inconclusive_rps and all(3.0 < r <= 6.0 for r in short.inconclusive_rps)
     assert "band" in short.stopped
+
+
+def test_the_search_starts_mid_range_and_needs_few_probes() -> None:
+    probe = _scripted({7.0: "pass", math.inf: "fail"})
+    result = search_capacity(probe, (1.0, 64.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert result.probes[0].rate == pytest.approx(8.0)  # sqrt(1 x 64), not the bottom
+    assert result.passed_rps is not None and result.failed_rps is not None
+    assert result.passed_rps <= 7.0 < result.failed_rps <= 1.25 * result.passed_rps
+    assert len(result.probes) <= 6  # 5 bisections of a 64x range, and the repeat
+    assert min(p.rate for p in result.probes) > 2.0  # no probes spent at the bottom
+
+
+def test_an_undecided_lowest_probe_is_not_called_a_fail() -> None:
+    probe = _scripted({1.0: "inconclusive", math.inf: "fail"})
+    result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert result.passed_rps is None and result.failed_rps is not None
+    assert result.probes[-1].rate == 1.0  # the bottom of the range was probed last
+    assert "lowest" not in result.stopped and "band" in result.stopped
+    assert decide_capacity(result, 1.0)[0] == "inconclusive"
+
+
+def test_the_range_ends_are_probed_when_the_bracket_reaches_them() -> None:
+    passing = search_capacity(
+        _scripted({math.inf: "pass"}), (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0
+    )
+    assert passing.passed_rps == 30.0 and passing.failed_rps is None
+    assert passing.stopped == "passed at the highest rate 30/s"
+    failing = search_capacity(
+        _scripted({math.inf: "fail"}), (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0
+    )
+    assert failing.failed_rps == 1.0 and failing.stopped == "failed at the lowest rate 1/s"
+    assert decide_capacity(failing, 1.0)[0] == "fail"
+
+
+def test_the_capacity_objective_is_decided_on_the_search() -> None:
+    from pytest_latency.analysis.objectives import decide_objectives
+
+    gate = objective("capacity", min=5)
+    assert gate.label == "capacity >= 5 req/s"
+    result = search_capacity(
+        _scripted({7.0: "pass", math.inf: "fail"}),
+        (1.0, 64.0),
+        probe_cost_s=10.0,
+        budget_s=1000.0,
+    )
+    (decided,) = decide_objectives([gate], [], confidence=0.99, capacity=result)
+    assert decided.verdict.value == "pass" and decided.estimate_s == result.passed_rps
+    assert decided.lower_s == result.passed_rps and decided.upper_s == result.failed_rps
+    (alone,) = decide_objectives([gate], [], confidence=0.99)
+    assert alone.verdict.value == "inconclusive" and "no capacity search" in alone.reason
