@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from keyword import iskeyword
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -27,7 +28,13 @@ from pytest_latency.spec import (
     Workload,
     parse_gpus,
 )
+from pytest_latency.spec_capacity import (
+    CapacitySpec,
+    check_capacity_objectives,
+    workload_without_phases,
+)
 from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
+from pytest_latency.spec_limits_yaml import parse_limit
 from pytest_latency.spec_phase import parse_stop
 
 T = TypeVar("T")
@@ -52,6 +59,7 @@ class SloSpec:
     markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
     id: str | None = None  # the baseline key, instead of the file's path (keys.py)
     objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
+    capacity: CapacitySpec | None = None  # a capacity search instead of phases
 
 
 class _Context:
@@ -169,21 +177,25 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
     )
 
 
-def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
+def _parse_workload(
+    context: _Context, value: Any, line: int, phases: tuple[Phase, ...] = ()
+) -> Workload:
+    """``phases``: made by a capacity search (spec_capacity.py) instead of ``phases:``."""
     node = context.mapping(value, line, "workload", _WORKLOAD_KEYS)
     phases_node = node.get("phases")
-    if not isinstance(phases_node, _List) or not phases_node:
-        raise context.fail(
-            node.key_lines.get("phases", node.line),
-            "workload.phases",
-            "expected a non-empty list of phases",
+    if not phases:
+        if not isinstance(phases_node, _List) or not phases_node:
+            raise context.fail(
+                node.key_lines.get("phases", node.line),
+                "workload.phases",
+                "expected a non-empty list of phases",
+            )
+        phases = tuple(
+            _parse_phase(context, item, item_line, f"workload.phases[{index}]")
+            for index, (item, item_line) in enumerate(
+                zip(phases_node, phases_node.item_lines, strict=True)
+            )
         )
-    phases = tuple(
-        _parse_phase(context, item, item_line, f"workload.phases[{index}]")
-        for index, (item, item_line) in enumerate(
-            zip(phases_node, phases_node.item_lines, strict=True)
-        )
-    )
     options: dict[str, Any] = {"phases": phases}
     parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "seed": ("seed", check.as_int),
@@ -215,7 +227,7 @@ def _parse_objective(
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None
 
-    limit = _parse_limit(context, node, key, metric)
+    limit = parse_limit(context, node, key, metric)
     phase = optional("phase", check.as_text)
     if phase is not None and phases is not None and phase not in phases:
         raise context.fail(
@@ -239,39 +251,8 @@ def _parse_objective(
     )
 
 
-_LIMIT_KEYS = ("max", "max_fraction", "max_regression")
-
-
 def _latency_duration(value: Any) -> float:
     return parse_duration(value, guess="latency")
-
-
-def _percentage(value: Any) -> float:
-    return parse_fraction(value, fraction_key="max_fraction: ")
-
-
-def _fraction_number(value: Any) -> float:
-    return check.number("max_fraction", value, at_least=0, at_most=1, what="a fraction")
-
-
-def _parse_limit(context: _Context, node: _Map, key: str, metric: str) -> float | None:
-    """The objective's ``max`` or ``max_fraction`` (None: relative); exactly one limit."""
-    given = [name for name in _LIMIT_KEYS if name in node]
-    if len(given) != 1:
-        where = given[1] if given else "max"
-        raise context.fail(
-            node.key_lines.get(where, node.line),
-            f"{key}.{where}",
-            "give exactly one of " + ", ".join(_LIMIT_KEYS),
-        )
-    if metric == "error_rate":
-        if "max_fraction" in node:
-            return context.field(node, "max_fraction", key, _fraction_number)
-        return context.field(node, "max", key, _percentage) if "max" in node else None
-    if "max_fraction" in node:
-        problem = f"max_fraction is for error_rate; a {metric} limit is a duration: max: 700ms"
-        raise context.fail(node.key_lines["max_fraction"], f"{key}.max_fraction", problem)
-    return context.field(node, "max", key, _latency_duration) if "max" in node else None
 
 
 def _parse_objectives(
@@ -317,7 +298,7 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("id", "server", "workload", "objectives", "description", "markers")
+_TOP_KEYS = ("id", "server", "workload", "capacity", "objectives", "description", "markers")
 
 
 def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
@@ -370,7 +351,7 @@ def load_objectives(path: Path) -> tuple[Objective, ...]:
             top.key_lines.get("objectives", top.line), "objectives", "expected a non-empty list"
         )
     phases = None
-    if "workload" in top:
+    if "workload" in top and "capacity" not in top:  # a search's phases are its own
         workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
         phases = {phase.name for phase in workload.phases}
     return _parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
@@ -382,13 +363,15 @@ def load_slo_file(path: Path) -> SloSpec:
     top = _load_top(context)
     if "workload" not in top:
         raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
-    workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+    workload, capacity = _workload_of(context, top)
     if "objectives" not in top:
         raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
-    names = {phase.name for phase in workload.phases}
+    names = None if capacity else {phase.name for phase in workload.phases}
     objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
     if not objectives:  # a test that asserts nothing would always pass
         raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
+    lines = tuple(top["objectives"].item_lines)
+    check_capacity_objectives(context, objectives, lines, capacity is not None)
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
@@ -405,5 +388,13 @@ def load_slo_file(path: Path) -> SloSpec:
         server=server,
         markers=markers,
         id=spec_id,
-        objective_lines=tuple(top["objectives"].item_lines),
+        objective_lines=lines,
+        capacity=capacity,
     )
+
+
+def _workload_of(context: _Context, top: _Map) -> tuple[Workload, CapacitySpec | None]:
+    """The workload, and the ``capacity:`` search that makes its phases, if any."""
+    if "capacity" not in top:
+        return _parse_workload(context, top["workload"], top.key_lines["workload"]), None
+    return workload_without_phases(context, top, partial(_parse_workload, context))
