@@ -48,6 +48,7 @@ from pytest_latency.workload import build_plan
 # capacity, checked 9 times each; docs/capacity.md).
 RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
 ENDED_POLL_S = 0.02
+EARLY_LOOK_WAIT = 0.25  # of the probe: how long an early look waits for its requests
 DRAIN_POLL_S = 0.1
 DRAIN_ALLOWANCE = 0.1  # of the probe, planned per probe for its drain (at least 1 s)
 BUDGET_SPENT = f"{STOPPED_EARLY}the capacity search's budget ran out"
@@ -160,10 +161,14 @@ class LiveSearch:
                     verdicts = dict.fromkeys((g.label for g in self.criteria), "inconclusive")
                     return _Decision({**verdicts, SATURATION_LABEL: "fail"}, len(seen), True)
             seen = _probe_records(run, cutoff=cutoff)
-            await _until_ended(seen)
+            last = index == len(looks) - 1
+            # An early look waits a while for its requests; a look skipped for them
+            # spends none of its alpha, which keeps the error bound (a union over looks).
+            waited = await _until_ended(seen, None if last else EARLY_LOOK_WAIT * probe_s)
+            if not waited:
+                continue
             before = [r for r in run.records if r.intended_s < cutoff]  # warm-up too
             verdicts = await anyio.to_thread.run_sync(self._decide, seen, before, rate, confidence)
-            last = index == len(looks) - 1
             values = set(verdicts.values())
             if "fail" in values or values == {"pass"} or last:
                 if not last:
@@ -214,11 +219,14 @@ def _probe_records(run: Run, *, cutoff: float) -> list[RequestRecord]:
     return [r for r in run.records if r.phase == PROBE_PHASE and r.intended_s < cutoff]
 
 
-async def _until_ended(records: Sequence[RequestRecord]) -> None:
-    """Wait until each record ended (or was never sent and never will be)."""
-    # Polled: the driver fills records in place and signals nothing per request.
-    while any(r.end_s is None and not (r.sent_s is None and r.error) for r in records):  # noqa: ASYNC110
-        await anyio.sleep(ENDED_POLL_S)
+async def _until_ended(records: Sequence[RequestRecord], limit_s: float | None) -> bool:
+    """Wait until each record ended (or was never sent and never will be); False when
+    ``limit_s`` passed first. Polled: the driver fills records in place, signalling none."""
+    with anyio.move_on_after(math.inf if limit_s is None else limit_s):
+        while any(r.end_s is None and not (r.sent_s is None and r.error) for r in records):  # noqa: ASYNC110
+            await anyio.sleep(ENDED_POLL_S)
+        return True
+    return False
 
 
 def search_timeline(runs: Sequence[ProbeRun]) -> tuple[list[RequestRecord], list[Phase]]:

@@ -37,6 +37,8 @@ def _value(row: Mapping[str, Any], key: str) -> str:
         return f"{value:.3g}x"
     if unit == "fraction":
         return f"{value:.2%}"
+    if unit == "rps":  # a capacity objective: its bracket in requests per second
+        return f"{value:.3g}/s"
     return seconds(value)
 
 
