@@ -216,3 +216,35 @@ def test_the_capacity_objective_is_decided_on_the_search() -> None:
     assert decided.lower_s == result.passed_rps and decided.upper_s == result.failed_rps
     (alone,) = decide_objectives([gate], [], confidence=0.99)
     assert alone.verdict.value == "inconclusive" and "no capacity search" in alone.reason
+
+
+def _iid_records(ttfts: np.ndarray, rate: float = 20.0) -> list[RequestRecord]:
+    records = []
+    for index, ttft in enumerate(ttfts):
+        record = RequestRecord(index, "probe", index / rate, 20)
+        record.sent_s = record.intended_s
+        record.first_token_s = record.intended_s + float(ttft)
+        record.end_s = record.first_token_s + 0.5
+        record.status = Status.OK
+        records.append(record)
+    return records
+
+
+def test_a_probe_with_looks_false_fails_no_more_than_nominal() -> None:
+    """At the boundary (true p90 exactly the limit) every fail is false: with the looks'
+    O'Brien-Fleming shares the rate stays within alpha (seeded; 3 binomial sigmas)."""
+    alpha, looks, trials, size = 0.05, (0.5, 1.0), 600, 300
+    confidences = look_confidences(alpha, looks)
+    goal = objective("ttft", p=90, max="300ms")
+    scale = 0.3 / math.log(10.0)  # exponential TTFTs with P(ttft <= 300ms) = 90%
+    rng = np.random.default_rng(12)
+    fails = 0
+    for _ in range(trials):
+        records = _iid_records(rng.exponential(scale, size))
+        for look, confidence in zip(looks, confidences, strict=True):
+            seen = records[: round(look * size)]
+            (result,) = decide_objectives([goal], seen, confidence=confidence)
+            if result.verdict.value in ("pass", "fail"):
+                fails += result.verdict.value == "fail"
+                break
+    assert fails / trials <= alpha + 3.0 * math.sqrt(alpha * (1 - alpha) / trials), fails
