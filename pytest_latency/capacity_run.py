@@ -4,12 +4,13 @@ A probe at rate r offers a warm-up phase (not counted) and a probe phase, both a
 At each pre-planned look (a fraction of the probe phase: 50% and 100%) it waits until
 every probe request sent before the look has ended, decides the objectives at that
 look's share of alpha (:func:`~pytest_latency.analysis.capacity.look_confidences`) and,
-once decided, stops sending: what was not sent stays a ``cancelled`` record with the
-reason. Between looks a runaway queue (over-saturation) fails the probe at once. After
-the run the probe drains: it polls the server's ``/metrics`` until nothing waits or runs
-(or, without one, the client's own requests have all ended), so one probe's queue never
-spills into the next. The whole search, warm-ups and drains included, ends by the budget:
-at the deadline the running probe is cancelled (docs/capacity.md).
+once one fails, stops sending: what was not sent stays a ``cancelled`` record with the
+reason. A pass needs the whole probe (a queue that builds slowly looks fine early).
+Between looks a runaway queue (over-saturation) fails the probe at once. After the run
+the probe drains: it polls the server's ``/metrics`` until nothing waits or runs (or,
+without one, the client's own requests have all ended), so one probe's queue never
+spills into the next. The whole search, warm-ups and drains included, ends by the
+budget: at the deadline the running probe is cancelled (docs/capacity.md).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from pytest_latency.driver import Run, Target
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
-from pytest_latency.spec import Objective, Phase, Workload
+from pytest_latency.spec import MAX_SEED, Objective, Phase, Workload
 from pytest_latency.spec_capacity import PROBE_PHASE, CapacitySpec
 from pytest_latency.telemetry.prometheus import detect_kind, parse_exposition
 from pytest_latency.workload import build_plan
@@ -113,7 +114,10 @@ class LiveSearch:
     ) -> ProbeResult:
         """One live probe at ``rate``; its cost is the wall-clock time since the last one
         ended, so that the search's spent time is the time the search took."""
-        workload = dataclasses.replace(self.template, phases=self.spec.probe_phases(rate))
+        # Each probe draws its own arrivals (a repeat at one rate is a new sample).
+        seed = (self.template.seed + len(self.runs)) % (MAX_SEED + 1)
+        phases = self.spec.probe_phases(rate)
+        workload = dataclasses.replace(self.template, phases=phases, seed=seed)
         run = Run(build_plan(workload), self.target)
         decision = anyio.run(self._drive, run, rate, looks, confidences)
         drain = self._drain() if decision is not None else "budget ran out"
@@ -169,8 +173,10 @@ class LiveSearch:
                 continue
             before = [r for r in run.records if r.intended_s < cutoff]  # warm-up too
             verdicts = await anyio.to_thread.run_sync(self._decide, seen, before, rate, confidence)
-            values = set(verdicts.values())
-            if "fail" in values or values == {"pass"} or last:
+            # An early look stops on a fail only: a queue builds during a probe, so its
+            # later part is never better than its earlier part, and an early pass could
+            # still turn (docs/capacity.md).
+            if "fail" in verdicts.values() or last:
                 if not last:
                     run.stop(f"capacity probe at {rate:g}/s decided at {look:.0%} of the probe")
                 return _Decision(verdicts, len(seen), not last)
