@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import time
 
-from pytest_latency.capacity_run import LiveSearch, search_timeline
+from pytest_latency.analysis.capacity import CapacityResult
+from pytest_latency.capacity_run import LiveSearch, capacity_result, search_timeline
 from pytest_latency.driver import Target
-from pytest_latency.records import STOPPED_EARLY, Status
+from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, Status
+from pytest_latency.report.html.model import ReportRun
+from pytest_latency.report.json_report import run_dict
+from pytest_latency.report.markdown import run_section
+from pytest_latency.report.terminal import format_run
+from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim import SimServer
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.spec import objective
 from pytest_latency.spec_capacity import CapacitySpec, template_workload
+from tests.helpers.json_schema import problems
 
 SIM = SimConfig(replicas=1, max_batch=32)
 
@@ -41,6 +48,25 @@ def test_the_budget_holds_warm_ups_and_drains_included() -> None:
     records, phases = search_timeline(search.runs)
     assert [record.id for record in records] == list(range(len(records)))
     assert {record.phase for record in records} <= {phase.name for phase in phases}
+    _check_reports(search, found)
+
+
+def _check_reports(search: LiveSearch, found: CapacityResult) -> None:
+    """The search as a run: schema-valid JSON, a probe table, Markdown, its gate."""
+    server = ServerInfo(kind="sim", url="http://127.0.0.1:1", model="sim-tiny")
+    run = capacity_result(search, found, test="t.py::test_capacity", server=server)
+    (gate,) = run.evaluate([objective("capacity", min=1)])
+    assert gate.objective.metric == "capacity" and gate.n == len(found.probes)
+    document = run_dict(run)
+    assert not problems({"schema": RUN_SCHEMA, "plugin_version": "0", "runs": [document]})
+    assert document["capacity"]["probes"][0]["phase"] == "probe-1"
+    assert document["objectives"][0]["unit"] == "rps"
+    lines = format_run(run, width=80)
+    assert all(len(line) <= 80 for line in lines)
+    assert any(line.strip().startswith("probe-1 ") for line in lines), lines
+    assert any("capacity: passed at" in line for line in lines)
+    markdown = run_section(ReportRun(run.test, document, run.records))
+    assert "**Capacity**" in markdown and "unreadable" not in markdown
 
 
 def test_a_decided_probe_stops_at_the_first_look() -> None:
