@@ -30,6 +30,7 @@ from pytest_latency.analysis.capacity import (
     SATURATION_LABEL,
     CapacityResult,
     ProbeResult,
+    as_proportion,
     saturated,
     search_capacity,
 )
@@ -193,8 +194,12 @@ class LiveSearch:
         ran away in the probe (in flight counted over ``before``, warm-up included, so
         that the probe's start is not mistaken for growth)."""
         each = objective_confidence(len(self.criteria), confidence)
-        results = decide_objectives(self.criteria, seen, confidence=each)
-        verdicts = {result.objective.label: result.verdict.value for result in results}
+        tests = [as_proportion(goal) for goal in self.criteria]
+        results = decide_objectives(tests, seen, confidence=each)
+        verdicts = {
+            goal.label: result.verdict.value
+            for goal, result in zip(self.criteria, results, strict=True)
+        }
         if saturated(before, rate, since_s=self.spec.warmup_s):
             verdicts[SATURATION_LABEL] = "fail"
         return verdicts

@@ -164,6 +164,30 @@ def saturated(
     return slope >= SATURATION_SHARE * rate and slope * span >= least
 
 
+def as_proportion(goal: Objective) -> Objective:
+    """``metric pP <= L`` as the same hypothesis on a proportion: the share of requests
+    with ``metric <= L`` is at least P% (an attainment objective); other objectives as
+    they are.
+
+    The two say the same; their bounds differ in the correlation they pay for. A
+    percentile bound pays for the latencies' own correlation, which near capacity is
+    strong (a queue moves every TTFT together) even when all of them lie far under the
+    limit; the proportion pays for the correlation of being under the limit, which is
+    what the verdict is about (docs/capacity.md).
+    """
+    if (
+        goal.metric in ("ttft", "tpot", "itl", "e2e")
+        and goal.p is not None
+        and goal.max_s is not None
+        and goal.input_tokens is None
+        and goal.output_tokens is None
+    ):
+        return Objective(
+            metric="attainment", thresholds=((goal.metric, goal.max_s),), min_value=goal.p / 100
+        )
+    return goal
+
+
 def look_confidences(alpha: float, looks: Sequence[float]) -> list[float]:
     """Per-look confidence spending ``alpha`` by O'Brien-Fleming (Lan-DeMets) over ``looks``."""
     z = float(norm.isf(alpha / 2.0))

@@ -16,6 +16,7 @@ import pytest
 from pytest_latency.analysis.capacity import (
     SATURATION_LABEL,
     ProbeResult,
+    as_proportion,
     decide_capacity,
     look_confidences,
     saturated,
@@ -66,12 +67,14 @@ def virtual_probe(seed: int = 5):  # type: ignore[no-untyped-def]
             cutoff = WARM_S + look * PROBE_S
             seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
             each = objective_confidence(len(OBJECTIVES), confidence)
-            results = decide_objectives(OBJECTIVES, seen, confidence=each)
-            verdicts = {result.objective.label: result.verdict.value for result in results}
-            if saturated(seen, rate):
+            tests = [as_proportion(goal) for goal in OBJECTIVES]  # as live probes decide
+            results = decide_objectives(tests, seen, confidence=each)
+            pairs = zip(OBJECTIVES, results, strict=True)
+            verdicts = {goal.label: result.verdict.value for goal, result in pairs}
+            before = [r for r in records if r.intended_s < cutoff]
+            if saturated(before, rate, since_s=WARM_S):
                 verdicts[SATURATION_LABEL] = "fail"
-            decided = "fail" in verdicts.values() or set(verdicts.values()) == {"pass"}
-            if decided or look == looks[-1]:
+            if "fail" in verdicts.values() or look == looks[-1]:  # early: fails only
                 drain = max((r.end_s or cutoff) for r in seen) - cutoff
                 return ProbeResult(rate, len(seen), verdicts, look < 1.0, cutoff + max(drain, 0))
         raise AssertionError("the last look always returns")
@@ -125,9 +128,10 @@ def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (issue 12 item 2): near the flip the correlation-aware p90 bound at"
-    " the search's per-look confidence stays undecided (8 req/s: effective n 69 of 456),"
-    " so the bracket is about 6.7..16 req/s (2.4x), not within 1.5x",
+    reason="known limit: with 8 slots the queue near the flip (10.1 req/s) wanders for"
+    " longer than a 60 s probe, so probes at 8.4 and 12.8 req/s stay undecided even as"
+    " proportions, and the bracket is 6.8..15.9 req/s (2.3x; the band between is"
+    " reported). The live e2e on 32 slots is 1.41x (tests/e2e/test_capacity.py)",
 )
 def test_the_bracket_is_at_most_one_and_a_half_wide() -> None:
     result = _search()
@@ -235,7 +239,8 @@ def test_a_probe_with_looks_false_fails_no_more_than_nominal() -> None:
     O'Brien-Fleming shares the rate stays within alpha (seeded; 3 binomial sigmas)."""
     alpha, looks, trials, size = 0.05, (0.5, 1.0), 600, 300
     confidences = look_confidences(alpha, looks)
-    goal = objective("ttft", p=90, max="300ms")
+    goal = as_proportion(objective("ttft", p=90, max="300ms"))  # as live probes decide it
+    assert goal == objective("attainment", ttft="300ms", min="90%")
     scale = 0.3 / math.log(10.0)  # exponential TTFTs with P(ttft <= 300ms) = 90%
     rng = np.random.default_rng(12)
     fails = 0
