@@ -95,13 +95,20 @@ class LatencyFixture:
         that of the spec file's run (``capacity``: the bracket and every probe).
         """
         __tracebackhide__ = True
-        from pytest_latency.spec_capacity import capacity_spec, template_workload
+        from pytest_latency.spec_capacity import (
+            capacity_spec,
+            criterion_problem,
+            template_workload,
+        )
 
         if not objectives or any(goal.metric == "capacity" for goal in objectives):
             raise SpecError(
                 "capacity() takes the objectives each probe decides (not metric capacity);"
                 ' gate its result with result.assert_slo(objective("capacity", min=20))'
             )
+        for goal in objectives:
+            if (problem := criterion_problem(goal)) is not None:
+                raise SpecError(f"{goal.label}: {problem}")
         spec = capacity_spec(rates, probe, budget, arrival)
         return self._session.run_capacity(
             template_workload(spec, **workload_options),

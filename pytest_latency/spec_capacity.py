@@ -188,26 +188,34 @@ def workload_without_phases(
     return workload, spec
 
 
+def criterion_problem(goal: Objective) -> str | None:
+    """Why ``goal`` cannot be decided on each probe of a search, if it cannot."""
+    if goal.phase is not None:
+        return "a capacity search decides every objective on each probe: remove phase"
+    if goal.relative:
+        return "a capacity search decides absolute objectives only: give max, not max_regression"
+    if goal.metric == "recovery":
+        return "recovery needs a burst phase; a capacity search's probes have none"
+    return None
+
+
 def check_capacity_objectives(
     context: _Context, objectives: Sequence[Objective], lines: Sequence[int], searched: bool
 ) -> None:
     """Capacity objectives need a ``capacity:`` block, which needs one of them and one
-    objective for the probes to decide; objectives take no ``phase:`` in a search."""
+    objective for the probes to decide, each decidable on a probe (no phase, absolute)."""
     criteria, gates = split_objectives(objectives)
-    for goal, line in zip(objectives, lines, strict=False):
-        index = list(objectives).index(goal)
+    for index, (goal, line) in enumerate(zip(objectives, lines, strict=False)):
         if goal.metric == "capacity" and not searched:
             raise context.fail(
                 line,
                 f"objectives[{index}].metric",
                 "metric capacity is decided on a capacity search: add a capacity: block",
             )
-        if searched and goal.phase is not None:
-            raise context.fail(
-                line,
-                f"objectives[{index}].phase",
-                "a capacity search decides every objective on each probe: remove phase",
-            )
+        problem = criterion_problem(goal) if searched else None
+        if problem is not None:
+            key = "phase" if goal.phase is not None else "metric"
+            raise context.fail(line, f"objectives[{index}].{key}", problem)
     if searched and (not criteria or not gates):
         missing = "an objective for the probes to decide" if not criteria else "metric: capacity"
         line = lines[0] if lines else 1

@@ -57,6 +57,7 @@ def test_the_contract_example_parses(tmp_path: Path) -> None:
         ("min: 2}", "max: 2s}", 9, "objectives[1].max", "unknown key"),
         ("{metric: capacity, min: 2}", "{metric: capacity}", 9, "objectives[1].min", "missing"),
         ("300ms}", "300ms, phase: probe}", 8, "objectives[0].phase", "remove phase"),
+        ("max: 300ms}", "max_regression: 10%}", 8, "objectives[0].metric", "absolute"),
         ("  - {metric: capacity, min: 2}\n", "", 8, "objectives", "metric: capacity"),
         ("seed: 5,", "seed: 5, phases: [],", 1, "workload.phases", "own phases"),
     ],
