@@ -97,3 +97,19 @@ def test_the_python_twin_takes_units() -> None:
     with pytest.raises(SpecError, match="unexpected max"):
         objective("capacity", min=20, max="1s")
     assert objective("capacity", min="20 req/s").min_value == 20.0
+
+
+def test_the_fixture_refuses_what_a_probe_cannot_decide() -> None:
+    from pytest_latency.fixtures import LatencyFixture
+
+    latency = LatencyFixture(None, "t.py::test")  # type: ignore[arg-type]  # never reached
+    settings = {"rates": (1, 30), "probe": "10s", "budget": "1m"}
+    with pytest.raises(SpecError, match="not metric capacity"):
+        latency.capacity(objective("capacity", min=2), **settings)  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="not metric capacity"):
+        latency.capacity(**settings)  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="remove phase"):
+        goal = objective("ttft", p=90, max="300ms", phase="steady")
+        latency.capacity(goal, **settings)  # type: ignore[arg-type]
+    with pytest.raises(SpecError, match="unit"):
+        latency.capacity(objective("ttft", p=90, max="300ms"), rates=(1, 30), probe=10, budget="1m")  # type: ignore[arg-type]
