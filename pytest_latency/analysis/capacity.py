@@ -40,6 +40,10 @@ MONOTONICITY = (
     " (latency and errors do not improve with more load)"
 )
 DEFAULT_LOOKS: tuple[float, ...] = (0.5, 1.0)  # fractions of the probe at which to decide
+# The bracket the search aims for; around an undecided rate r it probes r / 1.2 and
+# r x 1.2, a bracket of 1.44x.
+TARGET_RATIO = 1.2
+RETRIES = 2  # probes at one undecided rate at most (each its own arrivals and alpha share)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,7 @@ class CapacityResult:
         low = self.passed_rps or 0.0
         high = math.inf if self.failed_rps is None else self.failed_rps
         return sorted(
-            p.rate for p in self.probes if p.outcome == "inconclusive" and low < p.rate < high
+            {p.rate for p in self.probes if p.outcome == "inconclusive" and low < p.rate < high}
         )
 
     def to_json(self) -> dict[str, object]:
@@ -208,7 +212,7 @@ def search_capacity(
     probe_cost_s: float,
     budget_s: float,
     confidence: float = 0.99,
-    target_ratio: float = 1.25,
+    target_ratio: float = TARGET_RATIO,
     looks: Sequence[float] = DEFAULT_LOOKS,
 ) -> CapacityResult:
     """Bracket the capacity in ``rates`` (low, high req/s) within ``budget_s``.
@@ -281,8 +285,8 @@ def _next_rate(
 
     Between ``lower`` (the highest pass, else ``low``) and ``upper`` (the lowest fail,
     else ``high``): bisect geometrically; rates that decided nothing form the band and
-    are bisected around (under it first, then over it). A range end that stood in for a
-    probe is probed last, once the bracket reaches it.
+    are probed around (under them first, then over them), one target ratio away. A range
+    end that stood in for a probe is probed last, once the bracket reaches it.
     """
     tried = {probe.rate for probe in result.probes}
     passed, failed = result.passed_rps, result.failed_rps
@@ -295,17 +299,24 @@ def _next_rate(
     band = sorted(
         p.rate for p in result.probes if p.outcome == "inconclusive" and lower < p.rate < upper
     )
+    wide = target_ratio * (1.0 + 1e-9)  # float slack: a step of exactly the ratio is done
     candidate: float | None = None
-    if band and band[0] / lower > target_ratio:
-        candidate = _bisect(lower, band[0])
-    elif band and upper / band[-1] > target_ratio:
-        candidate = _bisect(band[-1], upper)
-    elif not band and upper / lower > target_ratio:
+    # Around undecided rates, step by the target ratio rather than bisect to the range's
+    # ends: a probe that decides nothing is evidence the capacity is near it.
+    if band and band[0] / lower > wide:
+        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
+    elif band and upper / band[-1] > wide:
+        candidate = min(_bisect(band[-1], upper), band[-1] * target_ratio)
+    elif not band and upper / lower > wide:
         candidate = _bisect(lower, upper)
     elif passed is None and low not in tried:
         candidate = low  # the bracket reached the bottom: does the lowest rate pass?
     elif failed is None and high not in tried:
         candidate = high  # the bracket reached the top: does the highest rate pass?
+    elif band:  # the band is hemmed in: a fresh sample at its ends may decide
+        ends = (band[0], band[-1])
+        again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
+        return again[0] if again else None
     return None if candidate is None or candidate in tried else candidate
 
 

@@ -253,3 +253,23 @@ def test_a_probe_with_looks_false_fails_no_more_than_nominal() -> None:
                 fails += result.verdict.value == "fail"
                 break
     assert fails / trials <= alpha + 3.0 * math.sqrt(alpha * (1 - alpha) / trials), fails
+
+
+def test_an_undecided_rate_is_probed_around_then_sampled_again() -> None:
+    calls: list[float] = []
+
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        calls.append(rate)
+        if rate < 35.0:
+            verdict = "pass"
+        elif rate < 45.0:  # undecided the first time, then the fresh sample passes
+            verdict = "inconclusive" if calls.count(rate) == 1 else "pass"
+        else:
+            verdict = "fail" if rate > 50.0 else "inconclusive"
+        return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
+
+    result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert calls[:4] == pytest.approx([40.0, 40.0 / 1.2, 48.0, 57.6])  # one ratio away
+    assert calls[4] == 40.0 and result.passed_rps == 40.0  # the band's end, again
+    assert result.failed_rps == pytest.approx(57.6) and result.inconclusive_rps == [48.0]
+    assert result.failed_rps / result.passed_rps <= 1.45
