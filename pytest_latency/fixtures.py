@@ -76,6 +76,50 @@ class LatencyFixture:
             node=self._nodeid,
         )
 
+    def capacity(
+        self,
+        *objectives: Objective,
+        rates: Sequence[float | str],
+        probe: str,
+        budget: str,
+        arrival: str = "poisson",
+        server: ServerSpec | None = None,
+        id: str | None = None,
+        **workload_options: Any,
+    ) -> LatencyResult:
+        """Search the highest rate at which every objective passes (docs/capacity.md).
+
+        The twin of a spec file's ``capacity:`` block: ``rates`` is the range in req/s,
+        ``probe`` the longest probe and ``budget`` the whole search, with units
+        (``probe="60s"``, ``budget="6m"``). Each probe decides ``objectives``; gate the
+        result with ``result.assert_slo(objective("capacity", min=20))``. Its JSON is
+        that of the spec file's run (``capacity``: the bracket and every probe).
+        """
+        __tracebackhide__ = True
+        from pytest_latency.spec_capacity import (
+            capacity_spec,
+            criterion_problem,
+            template_workload,
+        )
+
+        if not objectives or any(goal.metric == "capacity" for goal in objectives):
+            raise SpecError(
+                "capacity() takes the objectives each probe decides (not metric capacity);"
+                ' gate its result with result.assert_slo(objective("capacity", min=20))'
+            )
+        for goal in objectives:
+            if (problem := criterion_problem(goal)) is not None:
+                raise SpecError(f"{goal.label}: {problem}")
+        spec = capacity_spec(rates, probe, budget, arrival)
+        return self._session.run_capacity(
+            template_workload(spec, **workload_options),
+            spec,
+            objectives,
+            test=self._nodeid,
+            server=server,
+            key=self._baseline_key(id),
+        )
+
     def plan(
         self,
         *phases: Phase,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_latency import spec_checks as check
+from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
@@ -21,6 +22,7 @@ from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_
 from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec import Objective, SpecError, Workload
+from pytest_latency.spec_capacity import CapacitySpec
 from pytest_latency.telemetry.join import JoinReport
 from pytest_latency.telemetry.prometheus import MetricsSeries
 
@@ -61,6 +63,9 @@ class LatencyResult:
     plan_check: Callable[[Sequence[Objective]], object] | None = None
     # The key this run is stored and looked up under in baselines (pytest_latency.keys).
     baseline_key: str = ""
+    # A capacity search (docs/capacity.md): its bracket and probes, and what it was given.
+    capacity: CapacityResult | None = None
+    capacity_spec: CapacitySpec | None = None
 
     @property
     def offered(self) -> int:
@@ -123,6 +128,7 @@ class LatencyResult:
         else:
             confidence = objective_confidence(len(objectives), self.confidence)
         for objective in objectives:
+            self._check_capacity(objective)
             self.phase_records(objective.phase)  # an unknown phase is an error
             if objective.relative and self.baseline_problem:
                 raise SpecError(f"{objective.label}: {self.baseline_problem}")
@@ -138,9 +144,19 @@ class LatencyResult:
             baseline=self.baseline_runs,
             invalid_reason=invalid,
             workload=self.workload,
+            capacity=self.capacity,
         )
         self.objective_results.extend(results)
         return results
+
+    def _check_capacity(self, objective: Objective) -> None:
+        """A capacity run decides its objectives on each probe, and only capacity ones
+        on the whole run; SpecError otherwise."""
+        if self.capacity is not None and objective.metric != "capacity":
+            raise SpecError(
+                f"{objective.label}: a capacity search decided this on each probe (see"
+                " result.capacity.probes); gate the search with objective('capacity', min=...)"
+            )
 
     def assert_slo(self, *objectives: Objective) -> list[ObjectiveResult]:
         """Decide ``objectives``; raise AssertionError naming every failed one with evidence.

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_latency.driver.progress import ProgressListener
     from pytest_latency.gate import Locate
     from pytest_latency.result import LatencyResult, SessionBudget
+    from pytest_latency.spec_capacity import CapacitySpec
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
     from pytest_latency.workload import Plan
@@ -273,6 +274,42 @@ class LatencySession:
         self._keep(result, node or test, key or test)
         if interrupted is not None:  # the run is kept for the JSON (interrupted: true)
             raise getattr(interrupted, "cause", interrupted)  # a RunAborted's own error
+        if self._on_run is not None:
+            self._on_run(result)
+        return result
+
+    def run_capacity(
+        self,
+        template: Workload,
+        spec: CapacitySpec,
+        criteria: Sequence[Objective],
+        *,
+        test: str,
+        server: ServerSpec | None = None,
+        key: str | None = None,
+    ) -> LatencyResult:
+        """Search the capacity with live probes (docs/capacity.md): one run for the reports,
+        its bracket in ``result.capacity``; each probe decides ``criteria``."""
+        from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+        from pytest_latency.capacity_run import LiveSearch, capacity_result
+        from pytest_latency.gate import enforce
+
+        template = self._seeded(template, keep_seed=False)
+        baseline_key = self.next_key(key or test, test)
+        info = self.server(server)
+        search = LiveSearch(
+            spec, template, criteria, self._target(info, template), confidence=DEFAULT_CONFIDENCE
+        )
+        found = search.search()
+        result = capacity_result(
+            search, found, test=test, server=info, inconclusive_policy=self.options.inconclusive
+        )
+        result.gate, result.error_budget, result.baseline_key = (
+            enforce,
+            self.error_budget,
+            baseline_key,
+        )
+        self._keep(result, test, key or test)
         if self._on_run is not None:
             self._on_run(result)
         return result

@@ -5,6 +5,8 @@
   least ``min`` (a percentage).
 * ``recovery``: after the phase named by ``after``, the time until the service is back
   within its steady behaviour must be at most ``max`` (a duration).
+* ``capacity``: the capacity search's bracket (``capacity:`` / ``latency.capacity()``,
+  docs/capacity.md) must show every other objective passing at ``min`` req/s or more.
 
 Both build the one :class:`~pytest_latency.spec.Objective`; this module holds their
 parsing and validation so that spec.py stays about the common objective.
@@ -19,7 +21,7 @@ from pytest_latency import spec_checks as check
 from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.errors import SpecError
 
-GateMetric = Literal["attainment", "recovery"]
+GateMetric = Literal["attainment", "recovery", "capacity"]
 GATE_METRICS: tuple[str, ...] = get_args(GateMetric)
 #: Per-request thresholds an attainment objective may set, by every accepted name.
 THRESHOLD_ALIASES: dict[str, str] = {
@@ -35,6 +37,7 @@ THRESHOLD_ALIASES: dict[str, str] = {
     "e2e_latency": "e2e",
 }
 MAX_THRESHOLD_S = 24 * 3600.0
+MAX_CAPACITY_RPS = 100_000.0  # as a phase's rate (spec_phase.MAX_RATE)
 
 
 class GateLimits(NamedTuple):
@@ -101,8 +104,24 @@ def check_gate(objective: _GateFields) -> None:
         )
     if metric == "attainment":
         _check_attainment(objective)
+    elif metric == "capacity":
+        _check_capacity(objective)
     else:
         _check_recovery(objective)
+
+
+def _check_capacity(objective: _GateFields) -> None:
+    if objective.thresholds or objective.max_s is not None or objective.after is not None:
+        raise check.FieldError("min_value", "objective capacity takes min (req/s) only")
+    if objective.phase is not None:
+        raise check.FieldError("phase", "objective capacity takes no phase: probes make them")
+    check.number(
+        "min_value",
+        objective.min_value,
+        above=0,
+        at_most=MAX_CAPACITY_RPS,
+        what="capacity min (requests/s)",
+    )
 
 
 def _check_attainment(objective: _GateFields) -> None:
@@ -134,6 +153,8 @@ def gate_label(objective: _GateFields) -> str:
     """How reports print a gate objective."""
     if objective.metric == "recovery":
         return f"recovery after {objective.after} <= {(objective.max_s or 0.0):g}s"
+    if objective.metric == "capacity":
+        return f"capacity >= {(objective.min_value or 0.0):g} req/s"
     limits = ", ".join(f"{name}<={seconds * 1e3:g}ms" for name, seconds in objective.thresholds)
     where = f" [{objective.phase}]" if objective.phase else ""
     return f"attainment({limits}) >= {(objective.min_value or 0.0):.1%}{where}"
@@ -148,8 +169,8 @@ def gate_objective_fields(
 ) -> dict[str, Any] | None:
     """``objective()``'s gate fields for a gate metric; None for others (which take none).
 
-    Release gates: ``objective("attainment", ttft="700ms", e2e="10s", min="95%")`` and
-    ``objective("recovery", max="10s", after="burst")``.
+    Release gates: ``objective("attainment", ttft="700ms", e2e="10s", min="95%")``,
+    ``objective("recovery", max="10s", after="burst")`` and ``objective("capacity", min=20)``.
     """
     if metric not in GATE_METRICS:
         if gate:
@@ -176,6 +197,11 @@ def _gate_limits(metric: str, keywords: Mapping[str, object]) -> GateLimits:
     ``max_ms=``) and ``after="burst"``.
     """
     given = {name: value for name, value in keywords.items() if value is not None}
+    if metric == "capacity":
+        least = given.pop("min", None)
+        if given:
+            raise SpecError(f"objective capacity: unexpected {', '.join(sorted(given))}")
+        return GateLimits(None, parse_rate(least), (), None)
     after = given.pop("after", None)
     if metric == "recovery":
         max_s = _duration(metric, "max", given)
@@ -195,6 +221,24 @@ def _gate_limits(metric: str, keywords: Mapping[str, object]) -> GateLimits:
     if after is not None:
         raise SpecError("objective attainment takes no after")
     return GateLimits(None, min_value, threshold_items(thresholds, metric), None)  # type: ignore[arg-type]
+
+
+def parse_rate(value: object) -> float:
+    """A rate in requests/s: a number (``20``) or a string with its unit (``"20/s"``,
+    ``"20 req/s"``, ``"20rps"``); a SpecError (a ValueError) saying how to write it."""
+    number: object = value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        unit = next((unit for unit in ("req/s", "/s", "rps") if text.endswith(unit)), None)
+        try:
+            number = float(text[: -len(unit)]) if unit else None
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, int | float):
+        raise SpecError(f'a rate is a number of requests per second (20, or "20/s"), got {value!r}')
+    if not 0 < float(number) <= MAX_CAPACITY_RPS:  # NaN fails this too
+        raise SpecError(f"a rate must be above 0 and at most {MAX_CAPACITY_RPS:g}/s, got {value!r}")
+    return float(number)
 
 
 def _base(key: str) -> str:

@@ -1,7 +1,8 @@
 """Release-gate objectives in ``*.slo.yaml`` (attainment, recovery), with file:line errors.
 
 ``{metric: attainment, ttft: 700ms, e2e: 10s, min: 95%}`` and
-``{metric: recovery, max: 10s, after: burst}``; see :mod:`pytest_latency.spec_gates`.
+``{metric: recovery, max: 10s, after: burst}`` and ``{metric: capacity, min: 20}`` (req/s,
+decided on a ``capacity:`` search); see :mod:`pytest_latency.spec_gates`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency._yaml_lines import LineMap
 from pytest_latency.errors import SpecError
 from pytest_latency.spec import Objective
-from pytest_latency.spec_gates import GATE_METRICS, THRESHOLD_ALIASES, threshold_items
+from pytest_latency.spec_gates import (
+    GATE_METRICS,
+    THRESHOLD_ALIASES,
+    parse_rate,
+    threshold_items,
+)
 
 T = TypeVar("T")
 
@@ -22,6 +28,8 @@ T = TypeVar("T")
 GATE_ONLY_KEYS: tuple[str, ...] = ("min", "min_fraction", "after", *THRESHOLD_ALIASES)
 _ATTAINMENT_KEYS = ("metric", "phase", "min", "min_fraction", *THRESHOLD_ALIASES)
 _RECOVERY_KEYS = ("metric", "max", "after")
+_CAPACITY_KEYS = ("metric", "min")
+_ALLOWED = {"attainment": _ATTAINMENT_KEYS, "recovery": _RECOVERY_KEYS, "capacity": _CAPACITY_KEYS}
 
 
 class _Context(Protocol):
@@ -41,9 +49,9 @@ def gate_objective(
         raise context.fail(
             node.key_lines[stray],
             f"{key}.{stray}",
-            f"{stray} applies to metric: attainment or recovery, not {metric}",
+            f"{stray} applies to metric: attainment, recovery or capacity, not {metric}",
         )
-    allowed = _ATTAINMENT_KEYS if metric == "attainment" else _RECOVERY_KEYS
+    allowed = _ALLOWED[metric]
     for name in node:
         if name not in allowed:
             raise context.fail(
@@ -60,7 +68,16 @@ def gate_objective(
             )
     if metric == "recovery":
         return _recovery(context, node, key)
+    if metric == "capacity":
+        return _capacity(context, node, key)
     return _attainment(context, node, key)
+
+
+def _capacity(context: _Context, node: LineMap, key: str) -> Objective:
+    if "min" not in node:
+        raise context.fail(node.line, f"{key}.min", "missing: capacity needs min (req/s)")
+    least = context.field(node, "min", key, parse_rate)
+    return context.build(node, key, lambda: Objective(metric="capacity", min_value=least))
 
 
 def _recovery(context: _Context, node: LineMap, key: str) -> Objective:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from keyword import iskeyword
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -25,6 +26,11 @@ from pytest_latency.spec import (
     ServerSpec,
     Workload,
     parse_gpus,
+)
+from pytest_latency.spec_capacity import (
+    CapacitySpec,
+    check_capacity_objectives,
+    workload_without_phases,
 )
 from pytest_latency.spec_gates_yaml import GATE_ONLY_KEYS, gate_objective
 from pytest_latency.spec_limits_yaml import latency_duration, parse_limit
@@ -53,6 +59,7 @@ class SloSpec:
     markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
     id: str | None = None  # the baseline key, instead of the file's path (keys.py)
     objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
+    capacity: CapacitySpec | None = None  # a capacity search instead of phases
 
 
 def _arrival(value: Any) -> Arrival:
@@ -125,21 +132,25 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
     )
 
 
-def _parse_workload(context: _Context, value: Any, line: int) -> Workload:
+def _parse_workload(
+    context: _Context, value: Any, line: int, phases: tuple[Phase, ...] = ()
+) -> Workload:
+    """``phases``: made by a capacity search (spec_capacity.py) instead of ``phases:``."""
     node = context.mapping(value, line, "workload", _WORKLOAD_KEYS)
     phases_node = node.get("phases")
-    if not isinstance(phases_node, _List) or not phases_node:
-        raise context.fail(
-            node.key_lines.get("phases", node.line),
-            "workload.phases",
-            "expected a non-empty list of phases",
+    if not phases:
+        if not isinstance(phases_node, _List) or not phases_node:
+            raise context.fail(
+                node.key_lines.get("phases", node.line),
+                "workload.phases",
+                "expected a non-empty list of phases",
+            )
+        phases = tuple(
+            _parse_phase(context, item, item_line, f"workload.phases[{index}]")
+            for index, (item, item_line) in enumerate(
+                zip(phases_node, phases_node.item_lines, strict=True)
+            )
         )
-    phases = tuple(
-        _parse_phase(context, item, item_line, f"workload.phases[{index}]")
-        for index, (item, item_line) in enumerate(
-            zip(phases_node, phases_node.item_lines, strict=True)
-        )
-    )
     options: dict[str, Any] = {"phases": phases, **parse_sources(context, node)}
     parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "seed": ("seed", check.as_int),
@@ -239,7 +250,7 @@ def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
     )
 
 
-_TOP_KEYS = ("id", "server", "workload", "objectives", "description", "markers")
+_TOP_KEYS = ("id", "server", "workload", "capacity", "objectives", "description", "markers")
 
 
 def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
@@ -292,7 +303,7 @@ def load_objectives(path: Path) -> tuple[Objective, ...]:
             top.key_lines.get("objectives", top.line), "objectives", "expected a non-empty list"
         )
     phases = None
-    if "workload" in top:
+    if "workload" in top and "capacity" not in top:  # a search's phases are its own
         workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
         phases = {phase.name for phase in workload.phases}
     return _parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
@@ -304,13 +315,15 @@ def load_slo_file(path: Path) -> SloSpec:
     top = _load_top(context)
     if "workload" not in top:
         raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
-    workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+    workload, capacity = _workload_of(context, top)
     if "objectives" not in top:
         raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
-    names = {phase.name for phase in workload.phases}
+    names = None if capacity else {phase.name for phase in workload.phases}
     objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
     if not objectives:  # a test that asserts nothing would always pass
         raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
+    lines = tuple(top["objectives"].item_lines)
+    check_capacity_objectives(context, objectives, lines, capacity is not None)
     server = (
         _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
     )
@@ -327,5 +340,13 @@ def load_slo_file(path: Path) -> SloSpec:
         server=server,
         markers=markers,
         id=spec_id,
-        objective_lines=tuple(top["objectives"].item_lines),
+        objective_lines=lines,
+        capacity=capacity,
     )
+
+
+def _workload_of(context: _Context, top: _Map) -> tuple[Workload, CapacitySpec | None]:
+    """The workload, and the ``capacity:`` search that makes its phases, if any."""
+    if "capacity" not in top:
+        return _parse_workload(context, top["workload"], top.key_lines["workload"]), None
+    return workload_without_phases(context, top, partial(_parse_workload, context))

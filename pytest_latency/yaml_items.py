@@ -13,7 +13,7 @@ import pytest
 
 from pytest_latency.errors import LatencyRunInvalid
 from pytest_latency.servers import ServerStartError
-from pytest_latency.session import SESSION_KEY
+from pytest_latency.session import SESSION_KEY, LatencySession
 from pytest_latency.spec import SpecError
 
 if TYPE_CHECKING:
@@ -60,31 +60,49 @@ class SloItem(pytest.Item):
         try:
             # Before any server starts or any request is sent: can the plan decide at
             # all, and is there a baseline for its relative objectives?
-            session.check_plan(
-                self.spec.workload, self.spec.objectives, test=self.nodeid, locate=self._locate()
-            )
+            if self.spec.capacity is None:  # a search plans its probes itself
+                session.check_plan(
+                    self.spec.workload,
+                    self.spec.objectives,
+                    test=self.nodeid,
+                    locate=self._locate(),
+                )
             relative = [goal for goal in self.spec.objectives if goal.relative]
             baseline_problem = (
                 session.baseline_problem(session.next_key(key, self.nodeid)) if relative else None
             )
             if baseline_problem:
                 raise SpecError(f"{relative[0].label}: {baseline_problem}")
-            self.result = session.run(
-                self.spec.workload, test=self.nodeid, server=self.spec.server, key=key
-            )
+            self.result = self._run(session, key)
             check_valid(self.result, terminal_width(self.config))
         except (ServerStartError, SpecError, LatencyRunInvalid) as error:
             problem = str(error)
         if problem is not None:  # the message is the report: the plugin's frames hide it
             pytest.fail(problem, pytrace=False)
 
+    def _run(self, session: LatencySession, key: str) -> LatencyResult:
+        """The file's workload, or its capacity search (each probe decides the others)."""
+        spec = self.spec
+        if spec.capacity is None:
+            return session.run(spec.workload, test=self.nodeid, server=spec.server, key=key)
+        from pytest_latency.spec_capacity import split_objectives
+
+        criteria, _ = split_objectives(spec.objectives)
+        return session.run_capacity(
+            spec.workload, spec.capacity, criteria, test=self.nodeid, server=spec.server, key=key
+        )
+
     def runtest(self) -> None:
         from pytest_latency.gate import enforce, terminal_width
+        from pytest_latency.spec_capacity import split_objectives
 
         assert self.result is not None  # set by setup
+        decided = self.spec.objectives  # a search's run decides its capacity objectives
+        if self.spec.capacity is not None:
+            decided = tuple(split_objectives(decided)[1])
         enforce(
             self.result,
-            self.result.evaluate(self.spec.objectives),
+            self.result.evaluate(decided),
             width=terminal_width(self.config),
             locate=self._locate(),
         )

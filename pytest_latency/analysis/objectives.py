@@ -7,6 +7,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_latency.analysis.attainment import decide_attainment
+from pytest_latency.analysis.capacity import CapacityResult, capacity_objective_result
 from pytest_latency.analysis.cohorts import in_range, output_length
 from pytest_latency.analysis.recovery import decide_recovery
 from pytest_latency.analysis.relative import decide_relative
@@ -72,6 +73,7 @@ def decide_objectives(
     baseline: Sequence[Sequence[RequestRecord]] | None = None,
     invalid_reason: str | None = None,
     workload: Workload | None = None,
+    capacity: CapacityResult | None = None,
 ) -> list[ObjectiveResult]:
     """Decide each objective at ``confidence`` (already the per-objective confidence).
 
@@ -79,12 +81,16 @@ def decide_objectives(
     ``invalid_reason`` marks every result invalid (the generator fell behind, the run
     was cut short) while keeping its numbers for the report. ``workload`` gives
     recovery objectives the exact end of the burst phase (else it is estimated).
+    ``capacity``: the run's capacity search, which capacity objectives are decided on
+    (inconclusive without one).
     """
     results = []
     for objective in objectives:
         scoped = in_scope(records, objective)
         runs = None if baseline is None else [in_scope(run, objective) for run in baseline]
-        if not scoped:
+        if objective.metric == "capacity":
+            results.append(capacity_objective_result(objective, capacity, confidence))
+        elif not scoped:
             results.append(empty_cohort(objective, len(records), confidence, "this run"))
         elif objective.relative and runs and not any(runs):
             total = sum(len(run) for run in baseline or ())

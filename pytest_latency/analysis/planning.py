@@ -116,7 +116,7 @@ def needed_requests(objective: Objective, confidence: float) -> int | None:
     if objective.metric == "attainment":  # all good must lift the lower bound to min
         assert objective.min_value is not None  # validated: attainment always has a min
         return error_rate_min_n(1.0 - objective.min_value, confidence)
-    if objective.metric == "recovery":
+    if objective.metric in ("recovery", "capacity"):
         return 0  # a measured time, not a bound: no count is needed to decide it
     assert objective.p is not None  # validated: latency objectives have a percentile
     if objective.relative:

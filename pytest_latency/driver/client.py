@@ -35,7 +35,7 @@ from pytest_latency.driver.sessions import Message, first_sends, later_turns, ru
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
-from pytest_latency.records import RequestRecord, Status
+from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.secret import Secret
 from pytest_latency.worker_clocks import GeneratorWorker
 from pytest_latency.workload.plan import Plan, PlannedRequest
@@ -198,6 +198,12 @@ class Run:
         self.launched = 0  # requests started so far (read by the progress poller)
         self._live_sender: Sender | None = None
         self._driven = False
+        self._stop_reason: str | None = None
+
+    def stop(self, why: str) -> None:
+        """Send nothing more: the rest stays ``cancelled`` records with ``why`` (a capacity
+        probe that is decided); requests in flight end as they would."""
+        self._stop_reason = self._stop_reason or f"{STOPPED_EARLY}{why}"
 
     def result(self) -> DriveResult:
         return DriveResult(self.records, self.started_at_unix, self.elapsed_s, self.started_ns)
@@ -292,12 +298,12 @@ class Run:
         slots = None if cap is None else anyio.CapacityLimiter(cap)
         stops = self.phase_stops()
         for request, record in self._schedule:
-            if (why := stops.reason(request.phase)) is not None:  # the phase stopped early
+            if (why := self._stop_reason or stops.reason(request.phase)) is not None:
                 record.error = why  # stays cancelled, with the reason
                 continue
             planned_ns = t0 + round(request.intended_s * 1e9)
             await sleep_until(planned_ns)
-            if (why := stops.reason(request.phase)) is not None:  # stopped while we slept
+            if (why := self._stop_reason or stops.reason(request.phase)) is not None:  # meanwhile
                 record.error = why
                 continue
             if request.session is not None and request.session in self._later_turns:

@@ -7,6 +7,7 @@ that line), :func:`slowest_requests` under it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
@@ -39,6 +40,10 @@ def format_estimate(result: ObjectiveResult) -> str:
             f"candidate/baseline ratio {result.estimate_s:.3g} (bounds {result.lower_s:.3g}.."
             f"{result.upper_s:.3g} at {result.confidence:.3%} confidence, {size})"
         )
+    if objective.metric == "capacity":
+        return (
+            f"capacity bracket {_rps(result.lower_s)}..{_rps(result.upper_s)} ({result.n} probes)"
+        )
     if objective.metric == "recovery":
         spread = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
         return f"recovered after {format_seconds(result.estimate_s)} (episodes {spread})"
@@ -55,6 +60,11 @@ def format_estimate(result: ObjectiveResult) -> str:
         f"(bounds {format_seconds(result.lower_s)}..{format_seconds(result.upper_s)} "
         f"at {result.confidence:.3%} confidence, {size})"
     )
+
+
+def _rps(rate: float) -> str:
+    """A probed rate, ``?`` where the search found none (passed or failed nowhere)."""
+    return f"{rate:.3g}/s" if math.isfinite(rate) else "?"
 
 
 def _limit(seconds: float) -> str:
@@ -85,6 +95,11 @@ def headline(result: ObjectiveResult) -> str:
         value = f"{result.estimate_s:.3g}x baseline"
         limit = f"+{objective.max_regression:.0%}"
         bounds = f"{result.lower_s:.3g}..{result.upper_s:.3g}"
+    elif objective.metric == "capacity":
+        value, limit = f"{_rps(result.estimate_s)} passed", f"{objective.min_value or 0.0:g}/s"
+        bounds = f"{_rps(result.lower_s)}..{_rps(result.upper_s)}"
+        if result.verdict is Verdict.FAIL:
+            return f"{name} failed at {_rps(result.upper_s)} <= {limit} (bracket {bounds})"
     elif objective.metric == "error_rate":
         value, limit = f"{result.estimate_s:.2%} failed", f"{objective.max_s or 0.0:.2%}"
         bounds = f"{result.lower_s:.2%}..{result.upper_s:.2%}"

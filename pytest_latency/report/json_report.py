@@ -41,7 +41,38 @@ def gate_fields(objective: Objective) -> dict[str, Any]:
         return {"thresholds_s": dict(objective.thresholds), "min": objective.min_value}
     if objective.metric == "recovery":
         return {"after": objective.after}
+    if objective.metric == "capacity":
+        return {"min": objective.min_value}
     return {}
+
+
+def capacity_dict(run: LatencyResult) -> dict[str, Any]:
+    """A capacity run's search (docs/json.md): the bracket, every probe, and the search's
+    settings and assumption; each probe's requests are in phase ``probe-<number>``."""
+    from pytest_latency.analysis.capacity import DEFAULT_LOOKS
+
+    assert run.capacity is not None
+    settings = run.capacity_spec.to_json() if run.capacity_spec is not None else {}
+    found = run.capacity.to_json()
+    probes = [
+        {**probe.to_json(), "phase": f"probe-{number}"}
+        for number, probe in enumerate(run.capacity.probes, start=1)
+    ]
+    return {
+        **settings,
+        **found,
+        "probes": probes,
+        "confidence": run.confidence,
+        "looks": list(DEFAULT_LOOKS),
+    }
+
+
+def _unit(objective: Objective) -> str:
+    if objective.relative:
+        return "ratio"
+    if objective.metric == "capacity":
+        return "rps"
+    return "fraction" if objective.metric in ("error_rate", "attainment") else "seconds"
 
 
 SCHEMA = RUN_SCHEMA
@@ -97,9 +128,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "p": result.objective.p,
         "max_s": result.objective.max_s,
         "max_regression": result.objective.max_regression,
-        "unit": "ratio"
-        if result.objective.relative
-        else ("fraction" if result.objective.metric in ("error_rate", "attainment") else "seconds"),
+        "unit": _unit(result.objective),
         "input_tokens": result.objective.input_tokens,
         "output_tokens": result.objective.output_tokens,
         "phase": result.objective.phase,
@@ -203,6 +232,7 @@ def run_dict(
         "server_timings": run.server_join.to_json() if run.server_join else None,
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
         "requests": records_to_dicts(run.records, keep_gaps=keep_gaps),
+        **({"capacity": capacity_dict(run)} if run.capacity is not None else {}),
     }
 
 

@@ -71,6 +71,8 @@ def _value(row: Mapping[str, Any], key: str) -> str:
         return f"{value:.3g}x"
     if row.get("unit") == "fraction":
         return f"{value:.2%}"
+    if row.get("unit") == "rps":  # a capacity objective: its bracket in requests per second
+        return f"{value:.3g}/s"
     return format_seconds(value)
 
 
@@ -164,6 +166,24 @@ def diagnosis_lines(run: ReportRun) -> list[str]:
     return lines or ["No rule found a bottleneck with enough evidence."]
 
 
+def capacity_lines(run: ReportRun) -> list[str]:
+    """A capacity search's probes and bracket (none for other runs)."""
+    search = run.section("capacity")
+    if not isinstance(search, Mapping):
+        return []
+    rows = [
+        [md_text(f"{probe.get('rate', 0):.3g}/s"), md_text(probe.get("offered")),
+         md_text(probe.get("outcome")), "yes" if probe.get("stopped_early") else "no"]
+        for probe in search.get("probes") or [] if isinstance(probe, Mapping)
+    ]  # fmt: skip
+    passed, failed = number(search.get("passed_rps")), number(search.get("failed_rps"))
+    bracket = (
+        f"**Capacity**: passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
+        f" {'-' if failed is None else f'{failed:.3g}/s'}; {md_text(search.get('stopped'))}"
+    )
+    return [bracket, "", *table(("rate", "offered", "outcome", "stopped early"), rows), ""]
+
+
 def run_section(run: ReportRun) -> str:
     verdicts = [str(row.get("verdict")) for row in objective_rows(run)]
     # The worst verdict names the run: one failed objective fails the test.
@@ -174,6 +194,7 @@ def run_section(run: ReportRun) -> str:
         "",
         *verdict_lines(run),
         "",
+        *capacity_lines(run),
         "**Slowest requests** (by time to first token, from the planned send):",
         "",
         *slowest_lines(run),

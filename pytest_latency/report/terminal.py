@@ -15,6 +15,7 @@ from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.slots import slot_wait_line
+from pytest_latency.report.capacity_table import capacity_lines
 from pytest_latency.report.evidence import verdict_text
 from pytest_latency.report.tables import RATE_LEGEND, phase_tables
 from pytest_latency.report.wrapping import wrap
@@ -74,6 +75,8 @@ def format_run(
     if run.health is not None and not run.health.valid:
         for reason in run.health.reasons:
             lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))
+    if run.capacity is not None:
+        lines.extend(capacity_lines(run.capacity, run.capacity_spec, width))
     for finding in format_findings(run.diagnosis() if findings is None else findings):
         lines.extend(wrap(f"diagnosis: {finding}", width, "  "))
     hanging = " " * _VERDICT_COLUMN

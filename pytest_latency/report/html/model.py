@@ -142,8 +142,12 @@ def objective_of(row: Mapping[str, Any]) -> Objective | None:
             min_change_s=row.get("min_change_s") or 0.0,
             input_tokens=tokens["input_tokens"],
             output_tokens=tokens["output_tokens"],
+            # Release gates' own fields (json_report.gate_fields)
+            thresholds=tuple(sorted((row.get("thresholds_s") or {}).items())),
+            min_value=row.get("min"),
+            after=row.get("after"),
         )
-    except (KeyError, TypeError, ValueError, LatencyError):
+    except (KeyError, TypeError, ValueError, AttributeError, LatencyError):
         return None
 
 

@@ -22,6 +22,7 @@ from pytest_latency.report.html.cdf import cohort_charts, phase_charts, relative
 from pytest_latency.report.html.model import Cards, ReportRun
 from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import (
+    capacity_section,
     cohorts_table,
     diagnosis_list,
     failures_table,
@@ -185,6 +186,7 @@ def run_section(index: int, run: ReportRun, cards: Cards) -> str:
         _invalid(run),
         "<h3>Objectives</h3>",
         objectives_table(run.section("objectives")),
+        capacity_section(run.section("capacity")),
         "<h3>Diagnosis</h3>",
         diagnosis_list(run.section("diagnosis")),
         '<p class="note">A diagnosis is a hypothesis, not causation: inspect several slow '

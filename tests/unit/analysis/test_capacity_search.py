@@ -16,6 +16,7 @@ import pytest
 from pytest_latency.analysis.capacity import (
     SATURATION_LABEL,
     ProbeResult,
+    as_proportion,
     decide_capacity,
     look_confidences,
     saturated,
@@ -66,12 +67,14 @@ def virtual_probe(seed: int = 5):  # type: ignore[no-untyped-def]
             cutoff = WARM_S + look * PROBE_S
             seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
             each = objective_confidence(len(OBJECTIVES), confidence)
-            results = decide_objectives(OBJECTIVES, seen, confidence=each)
-            verdicts = {result.objective.label: result.verdict.value for result in results}
-            if saturated(seen, rate):
+            tests = [as_proportion(goal) for goal in OBJECTIVES]  # as live probes decide
+            results = decide_objectives(tests, seen, confidence=each)
+            pairs = zip(OBJECTIVES, results, strict=True)
+            verdicts = {goal.label: result.verdict.value for goal, result in pairs}
+            before = [r for r in records if r.intended_s < cutoff]
+            if saturated(before, rate, since_s=WARM_S):
                 verdicts[SATURATION_LABEL] = "fail"
-            decided = "fail" in verdicts.values() or set(verdicts.values()) == {"pass"}
-            if decided or look == looks[-1]:
+            if "fail" in verdicts.values() or look == looks[-1]:  # early: fails only
                 drain = max((r.end_s or cutoff) for r in seen) - cutoff
                 return ProbeResult(rate, len(seen), verdicts, look < 1.0, cutoff + max(drain, 0))
         raise AssertionError("the last look always returns")
@@ -125,9 +128,10 @@ def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (issue 12 item 2): near the flip the correlation-aware p90 bound at"
-    " the search's per-look confidence stays undecided (8 req/s: effective n 69 of 456),"
-    " so the bracket is about 6.7..16 req/s (2.4x), not within 1.5x",
+    reason="known limit: with 8 slots the queue near the flip (10.1 req/s) wanders for"
+    " longer than a 60 s probe, so probes at 8.4 and 12.8 req/s stay undecided even as"
+    " proportions, and the bracket is 6.8..15.9 req/s (2.3x; the band between is"
+    " reported). The live e2e on 32 slots is 1.41x (tests/e2e/test_capacity.py)",
 )
 def test_the_bracket_is_at_most_one_and_a_half_wide() -> None:
     result = _search()
@@ -152,7 +156,8 @@ def test_a_repeat_probe_that_contradicts_the_pass_is_reported() -> None:
         return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
 
     result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=200.0)
-    assert result.probes[-1].rate == result.passed_rps == 4.0  # the confirming repeat
+    assert result.probes[-1].rate == result.passed_rps  # the confirming repeat
+    assert result.passed_rps is not None and result.passed_rps <= 4.0
     assert result.contradictions and "monotonicity" in result.stopped
     assert decide_capacity(result, 2.0)[0] == "inconclusive"
 
@@ -165,3 +170,106 @@ def test_the_budget_is_honoured_and_inconclusive_probes_are_the_band() -> None:
     short = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=500.0)
     assert short.inconclusive_rps and all(3.0 < r <= 6.0 for r in short.inconclusive_rps)
     assert "band" in short.stopped
+
+
+def test_the_search_starts_mid_range_and_needs_few_probes() -> None:
+    probe = _scripted({7.0: "pass", math.inf: "fail"})
+    result = search_capacity(probe, (1.0, 64.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert result.probes[0].rate == pytest.approx(8.0)  # sqrt(1 x 64), not the bottom
+    assert result.passed_rps is not None and result.failed_rps is not None
+    assert result.passed_rps <= 7.0 < result.failed_rps <= 1.25 * result.passed_rps
+    assert len(result.probes) <= 6  # 5 bisections of a 64x range, and the repeat
+    assert min(p.rate for p in result.probes) > 2.0  # no probes spent at the bottom
+
+
+def test_an_undecided_lowest_probe_is_not_called_a_fail() -> None:
+    probe = _scripted({1.0: "inconclusive", math.inf: "fail"})
+    result = search_capacity(probe, (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert result.passed_rps is None and result.failed_rps is not None
+    assert result.probes[-1].rate == 1.0  # the bottom of the range was probed last
+    assert "lowest" not in result.stopped and "band" in result.stopped
+    assert decide_capacity(result, 1.0)[0] == "inconclusive"
+
+
+def test_the_range_ends_are_probed_when_the_bracket_reaches_them() -> None:
+    passing = search_capacity(
+        _scripted({math.inf: "pass"}), (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0
+    )
+    assert passing.passed_rps == 30.0 and passing.failed_rps is None
+    assert passing.stopped == "passed at the highest rate 30/s"
+    failing = search_capacity(
+        _scripted({math.inf: "fail"}), (1.0, 30.0), probe_cost_s=10.0, budget_s=1000.0
+    )
+    assert failing.failed_rps == 1.0 and failing.stopped == "failed at the lowest rate 1/s"
+    assert decide_capacity(failing, 1.0)[0] == "fail"
+
+
+def test_the_capacity_objective_is_decided_on_the_search() -> None:
+    from pytest_latency.analysis.objectives import decide_objectives
+
+    gate = objective("capacity", min=5)
+    assert gate.label == "capacity >= 5 req/s"
+    result = search_capacity(
+        _scripted({7.0: "pass", math.inf: "fail"}),
+        (1.0, 64.0),
+        probe_cost_s=10.0,
+        budget_s=1000.0,
+    )
+    (decided,) = decide_objectives([gate], [], confidence=0.99, capacity=result)
+    assert decided.verdict.value == "pass" and decided.estimate_s == result.passed_rps
+    assert decided.lower_s == result.passed_rps and decided.upper_s == result.failed_rps
+    (alone,) = decide_objectives([gate], [], confidence=0.99)
+    assert alone.verdict.value == "inconclusive" and "no capacity search" in alone.reason
+
+
+def _iid_records(ttfts: np.ndarray, rate: float = 20.0) -> list[RequestRecord]:
+    records = []
+    for index, ttft in enumerate(ttfts):
+        record = RequestRecord(index, "probe", index / rate, 20)
+        record.sent_s = record.intended_s
+        record.first_token_s = record.intended_s + float(ttft)
+        record.end_s = record.first_token_s + 0.5
+        record.status = Status.OK
+        records.append(record)
+    return records
+
+
+def test_a_probe_with_looks_false_fails_no_more_than_nominal() -> None:
+    """At the boundary (true p90 exactly the limit) every fail is false: with the looks'
+    O'Brien-Fleming shares the rate stays within alpha (seeded; 3 binomial sigmas)."""
+    alpha, looks, trials, size = 0.05, (0.5, 1.0), 600, 300
+    confidences = look_confidences(alpha, looks)
+    goal = as_proportion(objective("ttft", p=90, max="300ms"))  # as live probes decide it
+    assert goal == objective("attainment", ttft="300ms", min="90%")
+    scale = 0.3 / math.log(10.0)  # exponential TTFTs with P(ttft <= 300ms) = 90%
+    rng = np.random.default_rng(12)
+    fails = 0
+    for _ in range(trials):
+        records = _iid_records(rng.exponential(scale, size))
+        for look, confidence in zip(looks, confidences, strict=True):
+            seen = records[: round(look * size)]
+            (result,) = decide_objectives([goal], seen, confidence=confidence)
+            if result.verdict.value in ("pass", "fail"):
+                fails += result.verdict.value == "fail"
+                break
+    assert fails / trials <= alpha + 3.0 * math.sqrt(alpha * (1 - alpha) / trials), fails
+
+
+def test_an_undecided_rate_is_probed_around_then_sampled_again() -> None:
+    calls: list[float] = []
+
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        calls.append(rate)
+        if rate < 35.0:
+            verdict = "pass"
+        elif rate < 45.0:  # undecided the first time, then the fresh sample passes
+            verdict = "inconclusive" if calls.count(rate) == 1 else "pass"
+        else:
+            verdict = "fail" if rate > 50.0 else "inconclusive"
+        return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
+
+    result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=1000.0)
+    assert calls[:4] == pytest.approx([40.0, 40.0 / 1.2, 48.0, 57.6])  # one ratio away
+    assert calls[4] == 40.0 and result.passed_rps == 40.0  # the band's end, again
+    assert result.failed_rps == pytest.approx(57.6) and result.inconclusive_rps == [48.0]
+    assert result.failed_rps / result.passed_rps <= 1.45

@@ -1,0 +1,69 @@
+"""The capacity search in the latency summary: one row per probe, then the bracket.
+
+Probes are listed in the order run (the search bisects, so rates jump); a probe's
+requests are the phases ``warmup-<k>`` and ``probe-<k>`` in the tables above.
+"""
+
+from __future__ import annotations
+
+from pytest_latency.analysis.capacity import CapacityResult, ProbeResult
+from pytest_latency.report.wrapping import wrap
+from pytest_latency.spec_capacity import CapacitySpec
+
+_HEADS = ("probe", "rate/s", "offered", "outcome", "early", "cost")
+
+
+def _cells(number: int, probe: ProbeResult) -> tuple[str, ...]:
+    return (
+        f"probe-{number}",
+        f"{probe.rate:.3g}",
+        str(probe.offered),
+        probe.outcome,
+        "yes" if probe.stopped_early else "no",
+        f"{probe.cost_s:.1f}s",
+    )
+
+
+def _verdicts(probe: ProbeResult) -> str:
+    failed = [label for label, verdict in probe.verdicts.items() if verdict != "pass"]
+    if not failed:
+        return "every objective passed"
+    return "; ".join(f"{label}: {probe.verdicts[label]}" for label in failed)
+
+
+def _bracket(found: CapacityResult) -> str:
+    passed = "none" if found.passed_rps is None else f"{found.passed_rps:.3g}/s"
+    failed = "none" if found.failed_rps is None else f"{found.failed_rps:.3g}/s"
+    width = f" ({found.band[1] / found.band[0]:.2f}x wide)" if found.band else ""
+    band = ""
+    if found.inconclusive_rps:
+        band = "; undecided between: " + ", ".join(f"{r:.3g}/s" for r in found.inconclusive_rps)
+    return f"capacity: passed at {passed}, failed at {failed}{width}{band}; {found.stopped}"
+
+
+def capacity_lines(found: CapacityResult, spec: CapacitySpec | None, width: int) -> list[str]:
+    """The search's settings, a row per probe (with what did not pass), the bracket, the
+    assumption and any probe that contradicted it; every line within ``width``."""
+    lines: list[str] = []
+    if spec is not None:
+        head = (
+            f"capacity search: rates {spec.rates[0]:g}..{spec.rates[1]:g} req/s, probes up to"
+            f" {spec.probe_s:g}s after a {spec.warmup_s:g}s warm-up, budget"
+            f" {found.budget_s:g}s, spent {found.spent_s:.1f}s"
+        )
+        lines.extend(wrap(head, width, "  "))
+    rows = [_HEADS, *(_cells(k, probe) for k, probe in enumerate(found.probes, start=1))]
+    sizes = [max(len(row[column]) for row in rows) for column in range(len(_HEADS))]
+    for index, row in enumerate(rows):
+        cells = [
+            cell.ljust(size) if column in (0, 3, 4) else cell.rjust(size)
+            for column, (cell, size) in enumerate(zip(row, sizes, strict=True))
+        ]
+        lines.append(("    " + "  ".join(cells)).rstrip()[:width])
+        if index:
+            lines.extend(wrap(_verdicts(found.probes[index - 1]), width, "      ", "  "))
+    lines.extend(wrap(_bracket(found), width, "  "))
+    lines.extend(wrap(f"assumption (monotonicity): {found.to_json()['assumption']}", width, "  "))
+    for contradiction in found.contradictions:
+        lines.extend(wrap(f"CONTRADICTS MONOTONICITY: {contradiction}", width, "  "))
+    return lines
