@@ -15,10 +15,15 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_latency._options import LatencyOptions
-from pytest_latency.interrupts import interrupt_reason
 from pytest_latency.run_ledger import attach_baseline, baseline_problem, worst_outcome
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
+from pytest_latency.session_drive import (
+    drive_observed,
+    join_spans,
+    run_target,
+    stop_reason,
+)
 from pytest_latency.spec import Objective, ServerSpec, SpecError, Workload
 from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
@@ -40,13 +45,6 @@ RunListener = Callable[["LatencyResult"], None]
 def _server_key(spec: ServerSpec) -> tuple[object, ...]:
     options = tuple(sorted((name, repr(value)) for name, value in spec.options.items()))
     return (spec.kind, spec.url, spec.model, spec.api, options, spec.image, spec.gpus)
-
-
-def request_options(workload: Workload) -> dict[str, object]:
-    """Body fields that make outputs run to the fixed cap, on servers that accept them."""
-    if not workload.ignore_eos:
-        return {}
-    return {"ignore_eos": True, "min_tokens": workload.output_tokens}
 
 
 class LatencySession:
@@ -262,7 +260,7 @@ class LatencySession:
                 workers=outcome.workers,
             ),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
-            interrupted=None if interrupted is None else _stop_reason(interrupted),
+            interrupted=None if interrupted is None else stop_reason(interrupted),
         )
         result.gate = enforce
         result.error_budget = self.error_budget
@@ -315,21 +313,7 @@ class LatencySession:
         return result
 
     def _target(self, info: ServerInfo, workload: Workload) -> Target:
-        """Where the run sends, with the response limits the flags set."""
-        from pytest_latency.driver import ResponseLimits, Target
-
-        return Target(
-            base_url=info.url,
-            model=info.model,
-            api=info.api,  # type: ignore[arg-type]
-            extra_body=request_options(workload),
-            api_key=info.api_key,
-            limits=ResponseLimits(
-                max_line_bytes=self.options.max_line_bytes,
-                max_body_bytes=self.options.max_body_bytes,
-            ),
-            record_content=self.options.record_content,
-        )
+        return run_target(self.options, info, workload)
 
     def _keep(self, result: LatencyResult, node: str, key: str) -> None:
         """Add a finished (or interrupted) run to the session's runs, for the reports."""
@@ -341,44 +325,12 @@ class LatencySession:
     def _drive(
         self, plan: Plan, target: Target, kind: str
     ) -> tuple[BaseException | None, DriveResult, MetricsSeries | None]:
-        """Run the plan while telemetry observes; Ctrl-C (or SIGTERM), or a test stopped
-        mid-run (RunAborted), returns what was measured, also when Ctrl-C lands as the
-        scraper stops, after the drive."""
-        from pytest_latency.driver import RunAborted, RunInterrupted, run_plan
-
-        interrupted: BaseException | None = None
-        outcome: DriveResult | None = None
-        observation = None
-        try:
-            with self.telemetry.observe(target.base_url, kind) as observation:
-                try:
-                    outcome = run_plan(
-                        plan,
-                        target,
-                        self.telemetry.client_spans,
-                        workers=self.options.workers,
-                        progress=self.progress,
-                        ray_address=self.options.ray_address,
-                        ray_workers=self.options.ray_workers,
-                    )
-                except (RunInterrupted, RunAborted) as stop:  # keep what was measured
-                    interrupted, outcome = stop, stop.result
-                observation.time_zero_ns = outcome.started_ns
-        except KeyboardInterrupt as stop:
-            if outcome is None:  # not from the drive: nothing measured to keep
-                raise
-            interrupted = interrupted or stop
-        return interrupted, outcome, None if observation is None else observation.series
+        return drive_observed(self.telemetry, self.options, self.progress, plan, target, kind)
 
     def _join(
         self, outcome: DriveResult, info: ServerInfo
     ) -> tuple[JoinReport | None, KeyboardInterrupt | None]:
-        """Server timings for the records; Ctrl-C while waiting for spans keeps the run."""
-        expect_spans = info.exports_spans or self.options.otlp_receiver is not None
-        try:
-            return self.telemetry.join(outcome.records, expect_spans=expect_spans), None
-        except KeyboardInterrupt as stop:  # the records are complete, only spans are missing
-            return None, stop
+        return join_spans(self.telemetry, self.options, outcome, info)
 
     def next_key(self, key: str, node: str) -> str:
         """The baseline key of ``node``'s next run: ``key``, numbered after earlier runs.
@@ -432,13 +384,3 @@ class LatencySession:
 
 
 SESSION_KEY = pytest.StashKey[LatencySession]()
-
-
-def _stop_reason(stop: BaseException) -> str:
-    """The JSON's ``interrupted_reason``: Ctrl-C or SIGTERM, or what stopped the test."""
-    from pytest_latency.driver import RunAborted
-    from pytest_latency.driver.errors import exception_text
-
-    if isinstance(stop, RunAborted):
-        return f"interrupted (the test stopped mid-run: {exception_text(stop.cause)})"
-    return f"interrupted ({interrupt_reason()})"
