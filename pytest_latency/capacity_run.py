@@ -89,6 +89,7 @@ class LiveSearch:
         self.spec, self.template, self.criteria, self.target = spec, template, criteria, target
         self.confidence = confidence
         self.runs: list[ProbeRun] = []
+        self.results: list[ProbeResult] = []  # every decided probe, for an interrupted search
         self._deadline = math.inf
         self._last_end = 0.0
 
@@ -120,7 +121,11 @@ class LiveSearch:
         phases = self.spec.probe_phases(rate)
         workload = dataclasses.replace(self.template, phases=phases, seed=seed)
         run = Run(build_plan(workload), self.target)
-        decision = anyio.run(self._drive, run, rate, looks, confidences)
+        try:
+            decision = anyio.run(self._drive, run, rate, looks, confidences)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
+            self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, ""))
+            raise
         drain = self._drain() if decision is not None else "budget ran out"
         if decision is None:  # cancelled at the deadline: nothing decided
             for record in run.records:
@@ -132,9 +137,19 @@ class LiveSearch:
         self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, drain))
         now = time.monotonic()
         cost, self._last_end = now - self._last_end, now
-        return ProbeResult(
-            rate, decision.offered, decision.verdicts, decision.stopped_early, cost, drain
+        self.results.append(
+            ProbeResult(
+                rate, decision.offered, decision.verdicts, decision.stopped_early, cost, drain
+            )
         )
+        return self.results[-1]
+
+    def interrupted(self, why: str) -> CapacityResult:
+        """The search so far when it was cut short: its probes, and no bracket (a search
+        that did not end claims nothing)."""
+        started = self._deadline - self.spec.budget_s
+        spent = time.monotonic() - started if math.isfinite(started) else 0.0
+        return CapacityResult(None, None, list(self.results), self.spec.budget_s, spent, why)
 
     async def _drive(
         self, run: Run, rate: float, looks: Sequence[float], confidences: Sequence[float]

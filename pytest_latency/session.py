@@ -298,16 +298,23 @@ class LatencySession:
         search = LiveSearch(
             spec, template, criteria, self._target(info, template), confidence=DEFAULT_CONFIDENCE
         )
-        found = search.search()
+        interrupted: KeyboardInterrupt | None = None
+        try:
+            found = search.search()
+        except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: keep the probes so far
+            interrupted, found = stop, search.interrupted(stop_reason(stop))
         result = capacity_result(
-            search, found, test=test, server=info, inconclusive_policy=self.options.inconclusive
-        )
+            search, found, test=test, server=info, inconclusive_policy=self.options.inconclusive,
+            interrupted=None if interrupted is None else stop_reason(interrupted),
+        )  # fmt: skip
         result.gate, result.error_budget, result.baseline_key = (
             enforce,
             self.error_budget,
             baseline_key,
         )
         self._keep(result, test, key or test)
+        if interrupted is not None:
+            raise interrupted  # the search is kept for the JSON (interrupted: true)
         if self._on_run is not None:
             self._on_run(result)
         return result

@@ -109,3 +109,42 @@ def test_a_test_failing_mid_run_keeps_the_run(server: ScriptedServer, tmp_path: 
     )
     assert len(run["requests"]) == 30  # one record per offered request, sent or not
     assert {request["status"] for request in run["requests"]} == {"cancelled"}
+
+
+CAPACITY_SPEC = """\
+server: {{url: "{url}", model: slow, api: chat}}
+workload: {{seed: 1, input_tokens: 5, output_tokens: 4, timeout: 30s}}
+capacity: {{rates: [5, 20], probe: 10s, budget: 3m}}
+objectives:
+  - {{metric: ttft, p: 50, max: 1s}}
+  - {{metric: capacity, min: 2}}
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_a_capacity_search_so_far(server: ScriptedServer, tmp_path: Path):
+    server.models = ["slow"]
+    server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(60.0, DONE))))
+    (tmp_path / "search.slo.yaml").write_text(CAPACITY_SPEC.format(url=server.url))
+    child = subprocess.Popen(
+        pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json",
+                    "search.slo.yaml"),
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120  # bounds only a child that never starts probing
+        while len(server.exchanges) < 4 and child.poll() is None:
+            assert time.monotonic() < deadline, "the search never started"
+            time.sleep(0.02)  # polling interval of the event check
+        interrupt(child)
+        output, _ = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert child.returncode == 2, output
+    (run,) = assert_valid_run_file(tmp_path / "run.json")["runs"]
+    assert run["interrupted"] is True and "Ctrl-C" in run["interrupted_reason"]
+    assert run["capacity"]["passed_rps"] is None and run["capacity"]["failed_rps"] is None
+    assert run["capacity"]["probes"] == []  # the first probe never decided
+    # The first probe's requests, sent or not, each once, none of them ended.
+    assert len(run["requests"]) >= 3
+    assert {request["status"] for request in run["requests"]} == {"cancelled"}
