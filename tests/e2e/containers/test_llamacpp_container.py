@@ -176,8 +176,14 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
     assert {r["status"] for r in failed} <= {"connection_error", "protocol_error", "timeout"}
 
 
+PREFLIGHT_TOKENS = 1  # servers/preflight.py asks for max_tokens 1
+
+
 def _serving_tokens(client: Any, owner_label: str) -> bool:
-    """The owner's llama-server is up and has generated tokens (the run is under way)."""
+    """The owner's llama-server has finished a request of the run (the run is under way).
+
+    More than the preflight's one token: its one-token request is answered before time
+    zero, and a Ctrl-C between it and the drive would interrupt no run at all."""
     for container in client.containers.list(filters={"label": owner_label}):
         arguments = container.attrs["Args"]
         port = arguments[arguments.index("--port") + 1]
@@ -187,7 +193,7 @@ def _serving_tokens(client: Any, owner_label: str) -> bool:
             return False
         for line in metrics.splitlines():
             if line.startswith("llamacpp:tokens_predicted_total"):
-                return float(line.split()[-1]) > 0
+                return float(line.split()[-1]) > PREFLIGHT_TOKENS
     return False
 
 
