@@ -179,12 +179,14 @@ def test_killing_the_container_mid_run_gives_classified_failures_and_no_leftover
 PREFLIGHT_TOKENS = 1  # servers/preflight.py asks for max_tokens 1
 
 
-def _serving_tokens(client: Any, owner_label: str) -> bool:
+def _serving_tokens(client: Any, owner_label: str, older: frozenset[str] = frozenset()) -> bool:
     """The owner's llama-server has finished a request of the run (the run is under way).
 
     More than the preflight's one token: its one-token request is answered before time
     zero, and a Ctrl-C between it and the drive would interrupt no run at all."""
     for container in client.containers.list(filters={"label": owner_label}):
+        if container.id in older:  # an earlier process's, whose pid this one reuses
+            continue
         arguments = container.attrs["Args"]
         port = arguments[arguments.index("--port") + 1]
         try:
@@ -208,6 +210,7 @@ def test_ctrl_c_mid_run_removes_the_container(
             latency.run(steady(rate=2, duration_s=60), output_tokens=16, seed=1)
         """
     )
+    older = frozenset(container.id for container in docker_client.containers.list(all=True))
     process = subprocess.Popen(
         pytest_argv("-q", "-p", "no:cacheprovider", "--latency-server=llamacpp"),
         cwd=pytester.path,
@@ -218,7 +221,7 @@ def test_ctrl_c_mid_run_removes_the_container(
     try:
         owner = f"pytest-latency.owner-pid={process.pid}"
         deadline = time.monotonic() + 120
-        while not _serving_tokens(docker_client, owner):
+        while not _serving_tokens(docker_client, owner, older):
             assert time.monotonic() < deadline and process.poll() is None, "never served"
             time.sleep(0.2)
         interrupt(process)  # mid-run: the server has answered requests
