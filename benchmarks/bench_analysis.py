@@ -17,10 +17,10 @@ import tracemalloc
 
 import numpy as np
 
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
-from pytest_latency.spec import Phase, Workload, objective
+from pytest_latency.spec.model import Phase, Workload, objective
 
 
 def build(count: int, gaps: int, seed: int = 1, as_list: bool = False) -> list[RequestRecord]:

@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.report.json_report import save_baseline, write_json
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim import Arrival, SimConfig, simulate
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 RATE = 20.0

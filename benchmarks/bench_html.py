@@ -28,15 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord, Status, read_runs
 from pytest_latency.report.html import write_html, write_html_from_file
 from pytest_latency.report.json_report import write_json
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import State
 from pytest_latency.sim.virtual import Arrival, simulate
-from pytest_latency.spec import Phase, Workload, objective
+from pytest_latency.spec.model import Phase, Workload, objective
 from pytest_latency.telemetry.prometheus import MetricsSeries
 
 MAX_BYTES = 3 * 1024 * 1024

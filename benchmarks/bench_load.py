@@ -34,7 +34,7 @@ import httpx
 import numpy as np
 
 from pytest_latency.driver import DriveResult, Run, Status, Target, run_plan
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 HERE = Path(__file__).resolve().parent

@@ -31,7 +31,7 @@ import numpy as np
 from pytest_latency.driver import DriveResult, Target, ray_workers, run_plan
 from pytest_latency.driver.ray_workers import run_ray_workers
 from pytest_latency.sim.config import DEFAULT_MODEL
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 LAG_LIMIT_S = 0.005

@@ -30,8 +30,8 @@ import numpy as np
 from bench_load import start_server
 
 from pytest_latency.driver import Target, run_plan
-from pytest_latency.spec import Phase, Workload
-from pytest_latency.spec_trace import trace_phase
+from pytest_latency.spec.model import Phase, Workload
+from pytest_latency.spec.trace import trace_phase
 from pytest_latency.workload import build_plan
 
 LAG_TARGET_MS = 2.0

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.percentiles import quantile_bounds
+    from pytest_latency.analysis.result import LatencyResult
     from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
     from pytest_latency.errors import (
         LatencyComparisonWarning,
@@ -27,12 +28,11 @@ if TYPE_CHECKING:
         SpecError,
         UndecidablePlan,
     )
-    from pytest_latency.fixtures import LatencyFixture
-    from pytest_latency.paired import PairedComparison
+    from pytest_latency.plugin.fixtures import LatencyFixture
+    from pytest_latency.plugin.paired import PairedComparison
     from pytest_latency.records import RequestRecord, Status
-    from pytest_latency.result import LatencyResult
     from pytest_latency.servers.base import ServerInfo
-    from pytest_latency.spec import (
+    from pytest_latency.spec.model import (
         Objective,
         Phase,
         Prefix,
@@ -43,8 +43,8 @@ if TYPE_CHECKING:
         objective,
         steady,
     )
-    from pytest_latency.spec_prompts import prompt_dataset
-    from pytest_latency.spec_trace import trace_phase
+    from pytest_latency.spec.prompts import prompt_dataset
+    from pytest_latency.spec.trace import trace_phase
 
 __version__ = "0.1.0"
 
@@ -104,20 +104,20 @@ _HOMES: dict[str, str] = {
         ),
         "pytest_latency.errors",
     ),
-    "LatencyFixture": "pytest_latency.fixtures",
-    "PairedComparison": "pytest_latency.paired",
+    "LatencyFixture": "pytest_latency.plugin.fixtures",
+    "PairedComparison": "pytest_latency.plugin.paired",
     "RequestRecord": "pytest_latency.records",
     "Status": "pytest_latency.records",
-    "LatencyResult": "pytest_latency.result",
+    "LatencyResult": "pytest_latency.analysis.result",
     "ServerInfo": "pytest_latency.servers.base",
     **dict.fromkeys(
         ("Objective", "Phase", "Prefix", "ServerSpec", "Sessions", "Workload", "burst"),
-        "pytest_latency.spec",
+        "pytest_latency.spec.model",
     ),
-    "objective": "pytest_latency.spec",
-    "steady": "pytest_latency.spec",
-    "prompt_dataset": "pytest_latency.spec_prompts",
-    "trace_phase": "pytest_latency.spec_trace",
+    "objective": "pytest_latency.spec.model",
+    "steady": "pytest_latency.spec.model",
+    "prompt_dataset": "pytest_latency.spec.prompts",
+    "trace_phase": "pytest_latency.spec.trace",
 }
 
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from pytest_latency.cli import main
+from pytest_latency.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

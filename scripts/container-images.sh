@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 bash scripts/docker-engine.sh
 
 python="${LATENCY_BUILD_PYTHON:-python3}"
-if ! "$python" -c "import pytest_latency.cli" 2>/dev/null; then
+if ! "$python" -c "import pytest_latency.cli.main" 2>/dev/null; then
     echo "container-images: $python cannot import pytest_latency; install this checkout" \
         "(python3 -m pip install -e .) or set LATENCY_BUILD_PYTHON to a Python that has it" >&2
     exit 1

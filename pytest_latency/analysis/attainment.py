@@ -30,7 +30,7 @@ from pytest_latency.analysis.verdict import (
     proportion_bounds,
 )
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 
 def good_mask(

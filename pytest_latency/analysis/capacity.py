@@ -32,8 +32,8 @@ from scipy.stats import norm
 
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
-from pytest_latency.spec_phase import MIN_SATURATION_GROWTH
+from pytest_latency.spec.model import Objective
+from pytest_latency.spec.phase import MIN_SATURATION_GROWTH
 
 MONOTONICITY = (
     "every objective that passes at an offered rate passes at every lower rate"

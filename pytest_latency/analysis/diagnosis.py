@@ -44,7 +44,7 @@ from pytest_latency.analysis.diagnosis_rules import (
     strength_margin,
 )
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Workload
+from pytest_latency.spec.model import Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
 
 __all__ = (

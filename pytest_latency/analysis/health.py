@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_latency._units import format_seconds
+from pytest_latency.driver.worker_clocks import GeneratorWorker, uncertain_clocks
 from pytest_latency.records import STOPPED_EARLY, RequestRecord
-from pytest_latency.spec import Workload
-from pytest_latency.worker_clocks import GeneratorWorker, uncertain_clocks
+from pytest_latency.spec.model import Workload
 
 DEFAULT_MAX_LAG_P99_S = 0.050
 DEFAULT_MAX_SHORTFALL = 0.10  # of a phase's planned requests not sent inside its window

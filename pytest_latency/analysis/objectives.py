@@ -13,7 +13,7 @@ from pytest_latency.analysis.recovery import decide_recovery
 from pytest_latency.analysis.relative import decide_relative
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, decide
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective, Workload
+from pytest_latency.spec.model import Objective, Workload
 
 ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 

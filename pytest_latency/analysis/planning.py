@@ -31,7 +31,7 @@ from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.stored import MIN_TAIL_FOR_LOG_RATIO
 from pytest_latency.analysis.verdict import clopper_pearson, samples_needed
 from pytest_latency.errors import SpecError, UndecidablePlan
-from pytest_latency.spec import Objective, Phase, Workload
+from pytest_latency.spec.model import Objective, Phase, Workload
 from pytest_latency.workload import Plan, PlannedRequest, build_plan
 
 # Metrics a request has only with at least two output tokens (a gap between two tokens).

@@ -34,7 +34,7 @@ import numpy as np
 
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective, Workload
+from pytest_latency.spec.model import Objective, Workload
 
 ROLLING_WINDOW = 10  # requests: a median over 10 ignores 4 unlucky ones
 REFERENCE_PERCENTILE = 95.0

@@ -11,7 +11,7 @@ from pytest_latency.analysis.samples import metric_series
 from pytest_latency.analysis.stored import compare_to_baseline
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 MIX_SHIFT_WARNING = 0.10  # total-variation distance between cohort mixes worth a warning
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from pytest_latency.gaps import GapStatistic, gap_statistics
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import METRICS
-from pytest_latency.spec_gates import GATE_METRICS
+from pytest_latency.spec.gates import GATE_METRICS
+from pytest_latency.spec.model import METRICS
 
 LATENCY_METRICS: tuple[str, ...] = tuple(
     metric for metric in METRICS if metric != "error_rate" and metric not in GATE_METRICS

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.percentiles import percentile, percentiles
-from pytest_latency.spec import Phase
+from pytest_latency.spec.model import Phase
 
 SUMMARY_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0)

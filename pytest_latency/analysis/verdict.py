@@ -26,7 +26,7 @@ from pytest_latency.analysis.percentiles import (
 )
 from pytest_latency.analysis.samples import failure_series, metric_series, record_value
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 
 class Verdict(StrEnum):

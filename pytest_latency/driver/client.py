@@ -35,9 +35,9 @@ from pytest_latency.driver.sessions import Message, first_sends, later_turns, ru
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
+from pytest_latency.driver.worker_clocks import GeneratorWorker
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.secret import Secret
-from pytest_latency.worker_clocks import GeneratorWorker
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")

@@ -25,9 +25,9 @@ from typing import Any
 from pytest_latency.driver.client import DriveResult, Run, Target
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.tracecontext import ClientSpans
+from pytest_latency.driver.worker_clocks import ClockOffset, ClockPing, estimate_offset
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec import Workload
-from pytest_latency.worker_clocks import ClockOffset, ClockPing, estimate_offset
+from pytest_latency.spec.model import Workload
 from pytest_latency.workload.plan import Plan
 
 # A Ray worker process runs Python threads of Ray's own beside the event loop; at the

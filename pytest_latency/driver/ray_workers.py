@@ -4,7 +4,7 @@ Mirrors :mod:`.workers` across machines. The plan is partitioned as there (round
 in schedule order, so each share keeps the arrival process, thinned); each share goes to
 one actor, placed through a ``SPREAD`` placement group (one 1-CPU bundle per actor).
 A reference-clock actor sits on the driver's node; every worker measures its clock
-offset to it (:mod:`pytest_latency.worker_clocks`), warms up and waits. The driver picks
+offset to it (:mod:`pytest_latency.driver.worker_clocks`), warms up and waits. The driver picks
 the start instant on its own clock, and each worker converts it to its own.
 
 Actors return raw records, never summaries: finished ones about once a second
@@ -28,10 +28,10 @@ from typing import Any
 from pytest_latency.driver.client import DriveResult, RunInterrupted, Target
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.ray_actor import GeneratorWorker, ReferenceClock, node_id
+from pytest_latency.driver.worker_clocks import ClockOffset, ClockPing, estimate_offset
+from pytest_latency.driver.worker_clocks import GeneratorWorker as Reported
 from pytest_latency.driver.workers import lost_record, partition
 from pytest_latency.records import RequestRecord
-from pytest_latency.worker_clocks import ClockOffset, ClockPing, estimate_offset
-from pytest_latency.worker_clocks import GeneratorWorker as Reported
 from pytest_latency.workload.plan import Plan
 from pytest_latency.workload.sessions import session_allowance_s
 
@@ -86,7 +86,7 @@ def connected(ray: Any, address: str) -> Iterator[None]:
     """Connect to the cluster (unless already connected); keep our signal handlers.
 
     ``ray.init`` installs its own SIGTERM (and SIGINT) handlers in a driver; those would
-    end the process without the records (see :mod:`pytest_latency.interrupts`).
+    end the process without the records (see :mod:`pytest_latency.plugin.interrupts`).
     """
     ours = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     connect = not ray.is_initialized()

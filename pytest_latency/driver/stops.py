@@ -12,8 +12,8 @@ from collections import defaultdict, deque
 import numpy as np
 
 from pytest_latency.records import STOPPED_EARLY, RequestRecord
-from pytest_latency.spec import Workload
-from pytest_latency.spec_phase import MIN_SATURATION_GROWTH, Phase
+from pytest_latency.spec.model import Workload
+from pytest_latency.spec.phase import MIN_SATURATION_GROWTH, Phase
 
 
 class PhaseStops:

@@ -108,7 +108,7 @@ def run_workers(
     """Drive ``plan`` from ``workers`` processes; complete records even if one dies.
 
     ``progress`` hears the schedule's progress (completions are counted in the workers).
-    Ctrl-C (or SIGTERM, see :mod:`pytest_latency.interrupts`) raises
+    Ctrl-C (or SIGTERM, see :mod:`pytest_latency.plugin.interrupts`) raises
     :class:`RunInterrupted` with the records, also when it lands while the finished
     workers are being joined: what they sent back is kept.
     """

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pytest_latency.analysis.capacity import CapacityResult, ProbeResult
 from pytest_latency.report.wrapping import wrap
-from pytest_latency.spec_capacity import CapacitySpec
+from pytest_latency.spec.capacity import CapacitySpec
 
 _HEADS = ("probe", "rate/s", "offered", "outcome", "early", "cost")
 

@@ -14,7 +14,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, slowest
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec_gates import GATE_METRICS
+from pytest_latency.spec.gates import GATE_METRICS
 
 
 def trace_link(trace_id: str, template: str | None) -> str:

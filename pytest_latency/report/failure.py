@@ -17,7 +17,7 @@ from pytest_latency.report.evidence import headline, slowest_requests
 from pytest_latency.report.wrapping import wrap
 
 if TYPE_CHECKING:
-    from pytest_latency.result import LatencyResult
+    from pytest_latency.analysis.result import LatencyResult
 
 # pytest writes an exception's message under "E   " in a Python test's failure.
 MESSAGE_MARGIN = 4

@@ -16,12 +16,13 @@ from typing import Any
 
 from pytest_latency.analysis.attainment import phase_goodput
 from pytest_latency.analysis.attribution import Attribution, attribute
+from pytest_latency.analysis.baseline import SaveReport, merge_for_save, run_keys
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.baseline import SaveReport, merge_for_save, run_keys
 from pytest_latency.records import (
     RUN_SCHEMA,
     RequestRecord,
@@ -31,8 +32,7 @@ from pytest_latency.records import (
     records_to_dicts,
     write_runs,
 )
-from pytest_latency.result import LatencyResult
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 
 def gate_fields(objective: Objective) -> dict[str, Any]:

@@ -22,8 +22,8 @@ import pytest
 if TYPE_CHECKING:
     from _pytest.junitxml import LogXML
 
+    from pytest_latency.analysis.result import LatencyResult
     from pytest_latency.analysis.verdict import ObjectiveResult
-    from pytest_latency.result import LatencyResult
 
 # Light at import (no analysis modules): the plugin loads it in every test's setup.
 

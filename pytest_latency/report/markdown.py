@@ -22,9 +22,9 @@ from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft
 from pytest_latency.report.html.tables import objective_label
 
 if TYPE_CHECKING:
-    from pytest_latency.baseline import Baseline
+    from pytest_latency.analysis.baseline import Baseline
+    from pytest_latency.analysis.result import LatencyResult
     from pytest_latency.records import StoredRun
-    from pytest_latency.result import LatencyResult
 
 MAX_BYTES = 1024 * 1024  # GitHub refuses a step summary over 1 MiB
 MIN_BYTES = 4096  # less room than this left in the step summary: nothing is appended

@@ -4,7 +4,7 @@ Every line fits the terminal width (``COLUMNS`` or the terminal's; see
 :mod:`.wrapping` for the one exception, tokens longer than a line). This is the one
 place where verdicts (estimate, bounds, n, reason) and the diagnosis print; a failed
 test's message names its failed objectives and their slowest requests, and warnings
-say only what the policy did and where (:mod:`pytest_latency.gate`).
+say only what the policy did and where (:mod:`pytest_latency.plugin.gate`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.slots import slot_wait_line
+from pytest_latency.driver.worker_clocks import describe_workers
 from pytest_latency.report.capacity_table import capacity_lines
 from pytest_latency.report.evidence import verdict_text
 from pytest_latency.report.tables import RATE_LEGEND, phase_tables
 from pytest_latency.report.wrapping import wrap
-from pytest_latency.result import LatencyResult
-from pytest_latency.worker_clocks import describe_workers
 
 BOUNDARY = (
     "boundary: client-side, from each request's planned send time; failed requests count"

@@ -9,7 +9,7 @@ from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.servers.kinds import CONTAINER_KINDS, ServerKind, find_kind, unknown_kind
 
 if TYPE_CHECKING:
-    from pytest_latency.spec import ServerSpec
+    from pytest_latency.spec.model import ServerSpec
 
 __all__ = ("CONTAINER_KINDS", "ServerInfo", "ServerKind", "ServerStartError", "start_server")
 

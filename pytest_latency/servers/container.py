@@ -24,7 +24,7 @@ from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.heartbeat import Heartbeat
 from pytest_latency.servers.ownership import owner_labels, remove_orphans
-from pytest_latency.spec import ServerSpec, gpu_ids, parse_gpus
+from pytest_latency.spec.model import ServerSpec, gpu_ids, parse_gpus
 
 Network = Literal["host", "bridge"]
 # Options every container kind accepts in ``server.options``; kinds add their own.

@@ -17,7 +17,7 @@ from pytest_latency.servers.container import (
     extra_env,
     startup_timeout,
 )
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 # Passed by name from the test process's environment, never written into a spec or log.
 TOKEN_VARIABLES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN")

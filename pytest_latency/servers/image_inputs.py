@@ -22,12 +22,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest_latency
 from pytest_latency.errors import ImageBuildError
 
 LABEL = "pytest-latency.inputs"
 DISTRIBUTION = "pytest-latency"
-PACKAGE_DIR = Path(pytest_latency.__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # the installed pytest_latency folder
 PACKAGED_CONTAINERS = PACKAGE_DIR / "_containers"
 
 

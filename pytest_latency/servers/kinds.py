@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pytest_latency.servers.container import ContainerSpec, RunningContainer
-    from pytest_latency.spec import ServerSpec
+    from pytest_latency.spec.model import ServerSpec
 
 from pytest_latency.servers import engines
 

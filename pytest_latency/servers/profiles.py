@@ -9,7 +9,7 @@ from pytest_latency.servers._http import discover_model, probe_version
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.servers.container import ContainerSpec, run_container
 from pytest_latency.servers.kinds import BUILTIN_KINDS, ServerKind, builtin_kind
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 
 def _builtin(name: str) -> ServerKind:

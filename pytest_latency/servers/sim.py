@@ -27,7 +27,7 @@ from pytest_latency.servers.container import (
     startup_timeout,
 )
 from pytest_latency.servers.kinds import ServerKind
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 # Must match sim/__main__.BANNER; not imported from there, to keep the server out of
 # the test process.

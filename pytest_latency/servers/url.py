@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pytest_latency.secret import Secret, from_environment
 from pytest_latency.servers._http import probe_version
 from pytest_latency.servers.base import ServerInfo, ServerStartError
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 API_KEY_OPTION = "api_key_env"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec import Workload
+from pytest_latency.spec.model import Workload
 from pytest_latency.workload.arrivals import arrival_times
 from pytest_latency.workload.datasets import DatasetSampler, output_tokens
 from pytest_latency.workload.plan import Plan, PlannedRequest

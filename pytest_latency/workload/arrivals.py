@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec import Phase
+from pytest_latency.spec.model import Phase
 
 
 def ramp_times(

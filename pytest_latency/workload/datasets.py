@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec_prompts import DatasetPrompt, PromptSource
+from pytest_latency.spec.prompts import DatasetPrompt, PromptSource
 
 
 class DatasetSampler:

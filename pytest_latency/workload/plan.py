@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_latency.records import InputTokenSource, RequestRecord
-from pytest_latency.spec import Workload
+from pytest_latency.spec.model import Workload
 
 
 @dataclass(frozen=True, slots=True)

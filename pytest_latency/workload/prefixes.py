@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec import Prefix
+from pytest_latency.spec.model import Prefix
 
 #: The granularity of ``PlannedRequest.prefix_blocks`` ids (vLLM's default block size).
 PREFIX_BLOCK_TOKENS = 16

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_latency.spec import Workload
-from pytest_latency.spec_trace_lines import TraceRequest
+from pytest_latency.spec.model import Workload
+from pytest_latency.spec.trace_lines import TraceRequest
 from pytest_latency.workload.plan import PlannedRequest
 from pytest_latency.workload.prefixes import PrefixPlanner
 from pytest_latency.workload.prompts import make_prompt

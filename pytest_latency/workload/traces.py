@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec import Workload
+from pytest_latency.spec.model import Workload
 from pytest_latency.workload.plan import PlannedRequest
 from pytest_latency.workload.sessions import Start
 from pytest_latency.workload.shaper import PromptShaper

@@ -171,7 +171,7 @@ def test_two_specs_with_one_id_are_an_error(pytester: pytest.Pytester) -> None:
 
 PYTHON_TEST = """\
 from pytest_latency import objective
-from pytest_latency.spec import ServerSpec, steady
+from pytest_latency.spec.model import ServerSpec, steady
 
 FAST = ServerSpec(kind="sim", options={"decode_base_s": 0.003, "prefill_per_token_s": 0.00001})
 

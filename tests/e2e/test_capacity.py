@@ -15,7 +15,7 @@ import pytest
 
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.virtual import Arrival, simulate
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 from tests.helpers.json_schema import assert_valid_run_file
 

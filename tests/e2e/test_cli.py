@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord, Status, write_runs
 from pytest_latency.report import json_report
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
-from pytest_latency.spec import Phase, Workload
-from pytest_latency.spec import objective as make_objective
+from pytest_latency.spec.model import Phase, Workload
+from pytest_latency.spec.model import objective as make_objective
 from tests.helpers.json_schema import assert_valid_run_file
 
 # every test runs the command in a subprocess (1-15 s each on a busy machine)
@@ -294,7 +294,7 @@ def test_judging_never_imports_pytest(tmp_path: Path) -> None:
     objectives.write_text(TTFT_P95_UNDER_1S)
     runs = write_file(tmp_path / "run.json", run_dict(make_records(0.1, count=50)))
     script = (
-        "import sys; from pytest_latency.cli import main;"
+        "import sys; from pytest_latency.cli.main import main;"
         f" code = main(['judge', {str(runs)!r}, '--objectives', {str(objectives)!r}]);"
         " print('pytest loaded:', 'pytest' in sys.modules or '_pytest' in sys.modules)"
     )

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from pytest_latency.analysis.side_by_side import Cell
-from pytest_latency.cli import main
+from pytest_latency.cli.main import main
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.report.json_report import write_json
-from pytest_latency.spec import Phase
+from pytest_latency.spec.model import Phase
 from tests.helpers.html_runs import make_result
 
 PHASES = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))

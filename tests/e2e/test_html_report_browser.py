@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_latency.report.html import write_html
-from pytest_latency.spec import Phase, objective
+from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import HOSTILE, make_result, simulated_records
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.report.junit import format_value, objective_key, objective_properties
-from pytest_latency.spec import objective
+from pytest_latency.spec.model import objective
 
 FAST_SIM = (
     "{kind: sim, options: {decode_base_s: 0.003, decode_per_seq_s: 0.0001,"

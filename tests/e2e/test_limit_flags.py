@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from pytest_latency import _options
-from pytest_latency._sizes import parse_size
 from pytest_latency.driver import ResponseLimits
+from pytest_latency.plugin import options as _options
+from pytest_latency.plugin.sizes import parse_size
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 SPEC = """\

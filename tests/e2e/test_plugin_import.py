@@ -11,13 +11,13 @@ import sys
 
 import pytest
 
-from pytest_latency._options import DEFAULT_MAX_LAG_S
 from pytest_latency.analysis.health import DEFAULT_MAX_LAG_P99_S
+from pytest_latency.plugin.options import DEFAULT_MAX_LAG_S
 
 # Packages that cost tenths of a second each, and our modules that pull them in.
 HEAVY = (
     "numpy", "scipy", "httpx", "opentelemetry", "google.protobuf", "yaml", "ray",
-    "pytest_latency.analysis", "pytest_latency.driver", "pytest_latency.result",
+    "pytest_latency.analysis", "pytest_latency.driver", "pytest_latency.analysis.result",
     "pytest_latency.telemetry.receiver",
 )  # fmt: skip
 REPORT_HEAVY = f"""
@@ -29,8 +29,9 @@ def loaded_heavy():
 
 def test_importing_the_plugin_and_what_configure_loads_pulls_in_nothing_heavy() -> None:
     code = REPORT_HEAVY + (
-        "import pytest_latency.plugin, pytest_latency.session, pytest_latency.fixtures, "
-        "pytest_latency.yaml_items, pytest_latency.telemetry.hub\n"
+        "import pytest_latency.plugin, pytest_latency.plugin.session, "
+        "pytest_latency.plugin.fixtures, pytest_latency.plugin.yaml_items, "
+        "pytest_latency.telemetry.hub\n"
         "print(loaded_heavy())"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

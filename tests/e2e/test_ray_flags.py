@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from pytest_latency._options import parse_ray_address
 from pytest_latency.driver import Target, run_plan
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.plugin.options import parse_ray_address
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 

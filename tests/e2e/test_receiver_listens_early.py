@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_latency.session import LatencySession
+from pytest_latency.plugin.session import LatencySession
 from tests.helpers.latency_options import options as _options
 from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
 from tests.helpers.span_exporting_server import MODEL, SpanExportingServer

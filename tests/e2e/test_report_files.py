@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord, Status, read_runs
 from pytest_latency.report.json_report import save_baseline, write_json
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim import Arrival, SimConfig, simulate
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 from tests.helpers.json_schema import assert_valid_run_file
 
@@ -255,7 +255,7 @@ def test_the_file_layout_puts_each_request_on_one_line_and_round_trips(tmp_path:
 def test_a_runs_outcome_comes_from_its_verdicts_else_from_its_test() -> None:
     from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
     from pytest_latency.report.json_report import run_outcome
-    from pytest_latency.spec import objective
+    from pytest_latency.spec.model import objective
 
     run = simulated_run(20, 4)
     assert [run_outcome(run, test) for test in ("passed", "failed", "error")] == [

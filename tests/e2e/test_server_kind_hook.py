@@ -45,7 +45,7 @@ def pytest_latency_server_kind(name):
 SESSION_TEST = """
 import pytest
 from pytest_latency.servers import ServerStartError
-from pytest_latency.session import SESSION_KEY
+from pytest_latency.plugin.session import SESSION_KEY
 
 def test_the_flag_resolves_to_the_conftest_kind(request):
     session = request.config.stash[SESSION_KEY]

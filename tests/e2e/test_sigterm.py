@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_latency import interrupts
+from pytest_latency.plugin import interrupts
 
 CHILD_TEST = """
 from pathlib import Path

@@ -30,7 +30,7 @@ import pytest_latency.driver.request as request_module
 from pytest_latency.driver import DriveResult, Status, Target, run_plan
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.server import SimServer
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 RATE = 50.0  # requests per second, constant arrivals

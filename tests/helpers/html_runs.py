@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.result import LatencyResult
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import State
 from pytest_latency.sim.virtual import Arrival, SimResult, simulate
-from pytest_latency.spec import Objective, Phase, Workload
+from pytest_latency.spec.model import Objective, Phase, Workload
 
 HOSTILE = "<script>alert(1)</script>"
 CLIENT_OVERHEAD_S = 0.002

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_latency._options import LatencyOptions
-from pytest_latency.spec import ServerSpec
+from pytest_latency.plugin.options import LatencyOptions
+from pytest_latency.spec.model import ServerSpec
 
 
 def options(**fields: object) -> LatencyOptions:

@@ -267,7 +267,7 @@ def plan_at(
     output_tokens: int = 16,
 ) -> Any:
     """A Plan offering one request at each of ``times`` (seconds from time zero)."""
-    from pytest_latency.spec import Phase, Workload
+    from pytest_latency.spec.model import Phase, Workload
     from pytest_latency.workload.plan import Plan, PlannedRequest
 
     duration = max(max(times, default=0.0), 0.001) + 0.001

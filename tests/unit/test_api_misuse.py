@@ -8,8 +8,8 @@ import pytest
 
 from pytest_latency import LatencyError, LatencyResult, ServerInfo, SpecError, Verdict
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import Objective, Phase, Workload, objective
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec.model import Objective, Phase, Workload, objective
+from pytest_latency.spec.slo_yaml import SpecFileError, load_slo_file
 
 WORKLOAD = Workload(phases=(Phase("steady", rate=10, duration_s=4), Phase("burst", 20, 1)))
 
@@ -151,7 +151,7 @@ def test_an_empty_cohort_in_the_baseline_says_so():
     ],
 )
 def test_an_unknown_run_keyword_is_a_spec_error_naming_the_one_meant(options, message):
-    from pytest_latency.fixtures import _workload
+    from pytest_latency.plugin.fixtures import _workload
 
     with pytest.raises(SpecError) as raised:
         _workload((Phase("steady", rate=1, duration_s=1),), None, options)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_latency.spec_yaml import load_slo_file
+from pytest_latency.spec.slo_yaml import load_slo_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

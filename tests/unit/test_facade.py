@@ -75,7 +75,7 @@ def test_every_error_users_receive_is_a_latency_error_and_keeps_its_builtin_base
         ServerStartError,
         SpecError,
     )
-    from pytest_latency.spec_yaml import SpecFileError
+    from pytest_latency.spec.slo_yaml import SpecFileError
     from pytest_latency.telemetry.hub import ReceiverUnavailable
 
     for error, builtin in (

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import pytest_latency
-from pytest_latency.fixtures import latency
+from pytest_latency.plugin.fixtures import latency
 
 PUBLIC = [name for name in pytest_latency.__all__ if name != "__version__"]
 PACKAGE = Path(pytest_latency.__file__).parent

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from pytest_latency.report.html.model import ReportRun
 
 if TYPE_CHECKING:
-    from pytest_latency.baseline import Baseline
+    from pytest_latency.analysis.baseline import Baseline
+    from pytest_latency.analysis.result import LatencyResult
     from pytest_latency.records import StoredRun
-    from pytest_latency.result import LatencyResult
 
 __all__ = ("ReportRun", "render_html", "report_runs", "write_html", "write_html_from_file")
 
@@ -47,7 +47,7 @@ def stored_report_runs(
     runs: Sequence[StoredRun], baseline: Baseline | None = None, trace_url: str | None = None
 ) -> list[ReportRun]:
     """Runs read from a file, each with its baseline runs (same key as ``judge``), if any."""
-    from pytest_latency.baseline import run_keys
+    from pytest_latency.analysis.baseline import run_keys
 
     built = []
     for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True):

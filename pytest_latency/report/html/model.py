@@ -22,7 +22,7 @@ import numpy as np
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.errors import LatencyError
 from pytest_latency.records import RequestRecord, StoredRun
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 #: Scatter points per chart series before the ordinary requests are thinned.
 MAX_POINTS = 2500

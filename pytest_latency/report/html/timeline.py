@@ -20,7 +20,7 @@ from pytest_latency.report.html.model import (
     run_duration,
     thin,
 )
-from pytest_latency.spec import Objective
+from pytest_latency.spec.model import Objective
 
 WIDTH = 960.0
 LEFT, RIGHT = 70.0, 20.0

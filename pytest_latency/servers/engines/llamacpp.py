@@ -23,7 +23,7 @@ from pytest_latency.servers.container import (
     startup_timeout,
 )
 from pytest_latency.servers.kinds import ServerKind
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 DEFAULT_IMAGE = "pytest-latency/llamacpp:local"
 DEFAULT_GPU_IMAGE = "ghcr.io/ggml-org/llama.cpp:server-cuda"

@@ -21,7 +21,7 @@ from pytest_latency.servers.container import (
     startup_timeout,
 )
 from pytest_latency.servers.kinds import ServerKind
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 DEFAULT_IMAGE = "ollama/ollama:latest"
 DEFAULT_PORT = 11434

@@ -13,7 +13,7 @@ from pytest_latency.servers.container import (
 )
 from pytest_latency.servers.hf_cache import gpu_server, require_model
 from pytest_latency.servers.kinds import ServerKind
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 
 DEFAULT_IMAGE = "ghcr.io/huggingface/text-generation-inference:latest"
 DEFAULT_PORT = 80

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_latency.servers import ServerStartError, start_server
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 from tests.e2e.containers.conftest import require_image
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]

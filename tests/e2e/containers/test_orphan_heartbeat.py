@@ -94,7 +94,7 @@ def test_the_heartbeat_thread_keeps_the_beat_fresh(docker_client: Any, sleepers:
 @pytest.mark.usefixtures("no_leftovers")
 def test_a_started_server_carries_its_run_id_and_beats(docker_client: Any) -> None:
     from pytest_latency.servers import start_server
-    from pytest_latency.spec import ServerSpec
+    from pytest_latency.spec.model import ServerSpec
 
     require_image(docker_client, IMAGE)
     with start_server(ServerSpec(kind="sim", image=IMAGE)) as info:

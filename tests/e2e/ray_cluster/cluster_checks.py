@@ -35,7 +35,7 @@ from pytest_latency.driver import Target
 from pytest_latency.driver.ray_workers import WORKER_NAME, run_ray_workers
 from pytest_latency.records import Status
 from pytest_latency.sim.config import DEFAULT_MODEL
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
 READY_TIMEOUT_S = 60.0

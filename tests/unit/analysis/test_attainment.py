@@ -19,8 +19,8 @@ from pytest_latency.analysis.attainment import attainment, decide_attainment, ph
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.verdict import Verdict
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import SpecError, objective
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec.model import SpecError, objective
+from pytest_latency.spec.slo_yaml import SpecFileError, load_slo_file
 
 CONFIDENCE = 0.99
 REPS = 200  # binomial sd of a 2% rate: 1 point

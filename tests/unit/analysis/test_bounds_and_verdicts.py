@@ -9,7 +9,7 @@ from pytest_latency import quantile_bounds
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.verdict import Verdict, clopper_pearson, decide, samples_needed
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import objective
+from pytest_latency.spec.model import objective
 
 
 def test_small_samples_have_no_upper_bound_never_the_max():

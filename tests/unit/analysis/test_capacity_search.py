@@ -27,7 +27,7 @@ from pytest_latency.analysis.verdict import objective_confidence
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.virtual import Arrival, simulate
-from pytest_latency.spec import Phase, Workload, objective
+from pytest_latency.spec.model import Phase, Workload, objective
 from pytest_latency.workload import build_plan
 
 # One replica of 8 slots, 20-token answers of ~0.6 s: about 13 req/s at most.

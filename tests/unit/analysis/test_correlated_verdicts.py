@@ -27,7 +27,7 @@ from pytest_latency.analysis.samples import Series
 from pytest_latency.analysis.stored import compare_to_baseline
 from pytest_latency.analysis.verdict import Verdict, clopper_pearson, proportion_bounds
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import objective
+from pytest_latency.spec.model import objective
 
 # statistical simulations: many seeded replicate runs per test
 pytestmark = pytest.mark.slow

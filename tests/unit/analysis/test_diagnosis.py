@@ -18,7 +18,7 @@ from pytest_latency.analysis.diagnosis import (
     format_findings,
 )
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import Phase, Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
 
 

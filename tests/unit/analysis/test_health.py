@@ -3,9 +3,9 @@
 import pytest
 
 from pytest_latency.analysis.health import check_generator
+from pytest_latency.driver.worker_clocks import GeneratorWorker
 from pytest_latency.records import RequestRecord, Status
-from pytest_latency.spec import Phase, Workload
-from pytest_latency.worker_clocks import GeneratorWorker
+from pytest_latency.spec.model import Phase, Workload
 
 WORKLOAD = Workload(phases=(Phase("steady", rate=10, duration_s=10),))
 

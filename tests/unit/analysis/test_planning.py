@@ -17,7 +17,7 @@ from pytest_latency.analysis.planning import (
 )
 from pytest_latency.analysis.verdict import objective_confidence
 from pytest_latency.errors import SpecError, UndecidablePlan
-from pytest_latency.spec import Phase, Workload, objective
+from pytest_latency.spec.model import Phase, Workload, objective
 from pytest_latency.workload import build_plan
 
 

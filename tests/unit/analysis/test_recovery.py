@@ -14,7 +14,7 @@ from pytest_latency.analysis.verdict import Verdict
 from pytest_latency.records import RequestRecord, Status, read_runs
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.virtual import Arrival, simulate
-from pytest_latency.spec import Phase, SpecError, Workload, objective
+from pytest_latency.spec.model import Phase, SpecError, Workload, objective
 from pytest_latency.workload import build_plan
 
 WORKLOAD = Workload(

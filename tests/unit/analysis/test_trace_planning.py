@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from pytest_latency.analysis.planning import plan_power
-from pytest_latency.spec import Workload, objective
-from pytest_latency.spec_trace import trace_phase
+from pytest_latency.spec.model import Workload, objective
+from pytest_latency.spec.trace import trace_phase
 from pytest_latency.workload import build_plan
 
 

@@ -8,9 +8,9 @@ import sys
 
 from pytest_latency.driver import Status
 from pytest_latency.driver.ray_workers import _Actor, _merge
+from pytest_latency.driver.worker_clocks import ClockOffset
 from pytest_latency.driver.workers import partition
 from pytest_latency.records import RequestRecord
-from pytest_latency.worker_clocks import ClockOffset
 from tests.helpers.scripted_server import plan_at
 
 

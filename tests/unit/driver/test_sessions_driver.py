@@ -11,7 +11,7 @@ from pytest_latency.driver import Target, run_plan
 from pytest_latency.driver.workers import partition
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim import SimConfig, SimServer
-from pytest_latency.spec import Phase, Sessions, Workload
+from pytest_latency.spec.model import Phase, Sessions, Workload
 from pytest_latency.workload import build_plan
 
 FAST = SimConfig(decode_base_s=0.002, decode_per_seq_s=0.0, prefill_base_s=0.0,

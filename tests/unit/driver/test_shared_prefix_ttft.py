@@ -18,7 +18,7 @@ from pytest_latency.driver import Target, run_plan
 from pytest_latency.records import RequestRecord
 from pytest_latency.sim import Arrival, SimConfig, SimServer, simulate
 from pytest_latency.sim.prefix_cache import block_hashes
-from pytest_latency.spec import Phase, Prefix, Workload
+from pytest_latency.spec.model import Phase, Prefix, Workload
 from pytest_latency.workload import Plan, build_plan
 
 WORKLOAD = Workload(

@@ -9,8 +9,8 @@ import pytest
 
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status, read_runs
-from pytest_latency.spec import Phase, StopRule, Workload
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec.model import Phase, StopRule, Workload
+from pytest_latency.spec.slo_yaml import SpecFileError, load_slo_file
 from pytest_latency.workload import build_plan
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_latency.cli import main
+from pytest_latency.cli.main import main
 from pytest_latency.records import Status, read_runs
 from pytest_latency.report.html import render_html, report_runs, write_html
 from pytest_latency.report.html.model import ReportRun, thin, trace_link, waterfall_rows
 from pytest_latency.report.html.page import json_for_script
 from pytest_latency.report.html.waterfall import Segments, waterfall
 from pytest_latency.report.json_report import write_json
-from pytest_latency.spec import Phase, objective
+from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import HOSTILE, lesson_record, make_result, simulated_records
 
 PHASES = (Phase("steady", rate=5, duration_s=20), Phase("burst", rate=25, duration_s=5))

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from markdown_it import MarkdownIt
 
-from pytest_latency.cli import main
+from pytest_latency.cli.main import main
 from pytest_latency.report.html import report_runs
 from pytest_latency.report.html.model import ReportRun
 from pytest_latency.report.json_report import write_json
@@ -20,7 +20,7 @@ from pytest_latency.report.markdown import (
     render_markdown,
     write_session_markdown,
 )
-from pytest_latency.spec import Phase, objective
+from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import HOSTILE, make_result, simulated_records
 
 PHASES = (Phase("steady", rate=5, duration_s=20), Phase("burst", rate=25, duration_s=5))

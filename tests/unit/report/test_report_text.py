@@ -10,7 +10,7 @@ from pytest_latency.report.evidence import headline
 from pytest_latency.report.failure import first_line
 from pytest_latency.report.tables import compact_tables, phase_tables, wide_table
 from pytest_latency.report.wrapping import wrap, wrap_after
-from pytest_latency.spec import objective
+from pytest_latency.spec.model import objective
 
 TRACE_URL = "http://127.0.0.1:16686/trace/0af7651916cd43dd8448eb211c80319c"
 

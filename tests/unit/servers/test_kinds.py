@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_latency.plugin.session import LatencySession
 from pytest_latency.servers import ServerStartError, profiles
 from pytest_latency.servers.container import COMMON_OPTIONS, ContainerSpec, Listen
 from pytest_latency.servers.kinds import (
@@ -19,8 +20,7 @@ from pytest_latency.servers.kinds import (
     find_kind,
     is_known,
 )
-from pytest_latency.session import LatencySession
-from pytest_latency.spec import ServerSpec
+from pytest_latency.spec.model import ServerSpec
 from tests.helpers.latency_options import options
 
 
@@ -91,7 +91,7 @@ def test_the_hook_is_asked_before_the_built_in_kinds() -> None:
 def test_the_session_asks_the_registry_which_kinds_get_its_receiver(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from pytest_latency import session as session_module
+    from pytest_latency.plugin import session as session_module
 
     started: list[tuple[ServerSpec, ServerKind | None]] = []
 

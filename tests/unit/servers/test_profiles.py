@@ -8,7 +8,7 @@ import pytest
 
 from pytest_latency.servers import ServerStartError, profiles
 from pytest_latency.servers.container import ContainerSpec, Volume, gpu_request
-from pytest_latency.spec import ServerSpec, SpecError
+from pytest_latency.spec.model import ServerSpec, SpecError
 
 
 def spec_for(kind: str, **fields: object) -> ContainerSpec:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pytest_latency.records import RequestRecord, read_runs
-from pytest_latency.spec import Phase, SpecError, Workload
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec.model import Phase, SpecError, Workload
+from pytest_latency.spec.slo_yaml import SpecFileError, load_slo_file
 from pytest_latency.workload import build_plan
 from pytest_latency.workload.arrivals import arrival_times, ramp_times
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_latency.spec import Phase, Prefix, Sessions, SpecError, Workload
-from pytest_latency.spec_yaml import SpecFileError, load_slo_file
+from pytest_latency.spec.model import Phase, Prefix, Sessions, SpecError, Workload
+from pytest_latency.spec.slo_yaml import SpecFileError, load_slo_file
 from pytest_latency.workload import build_plan
 from pytest_latency.workload.sessions import session_allowance_s
 
@@ -59,7 +59,7 @@ def test_same_seed_same_plan_byte_for_byte_and_the_nonce_changes_every_prompt() 
 
 _DIGEST_SCRIPT = """
 import hashlib
-from pytest_latency.spec import Phase, Prefix, Sessions, Workload
+from pytest_latency.spec.model import Phase, Prefix, Sessions, Workload
 from pytest_latency.workload import build_plan
 steady = (Phase("steady", rate=10, duration_s=10, arrival="constant"),)
 plan = build_plan(Workload(phases=steady, seed=11, prefix=Prefix(groups=2, tokens=50),

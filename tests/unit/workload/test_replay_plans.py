@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_latency.spec import Phase, Workload
-from pytest_latency.spec_prompts import prompt_dataset
-from pytest_latency.spec_trace import trace_phase
+from pytest_latency.spec.model import Phase, Workload
+from pytest_latency.spec.prompts import prompt_dataset
+from pytest_latency.spec.trace import trace_phase
 from pytest_latency.workload import build_plan
 from pytest_latency.workload.tokenizer import load_tokenizer
 from tests.helpers.tiny_tokenizer import write_tiny_tokenizer
@@ -114,7 +114,7 @@ def test_a_tokenizer_makes_prompts_of_exact_token_length(tmp_path: Path) -> None
 
 
 def test_a_missing_tokenizer_is_a_spec_error(tmp_path: Path) -> None:
-    from pytest_latency.spec import SpecError
+    from pytest_latency.spec.model import SpecError
 
     workload = Workload(phases=(Phase("s", rate=1, duration_s=1),), tokenizer=tmp_path)
     with pytest.raises(SpecError, match="tokenizer: cannot load"):
@@ -122,7 +122,7 @@ def test_a_missing_tokenizer_is_a_spec_error(tmp_path: Path) -> None:
 
 
 def test_prefixes_head_dataset_prompts_and_tokenizers_count_them(tmp_path: Path) -> None:
-    from pytest_latency.spec import Prefix
+    from pytest_latency.spec.model import Prefix
 
     folder = write_tiny_tokenizer(tmp_path / "tok")
     workload = Workload(
@@ -138,7 +138,7 @@ def test_prefixes_head_dataset_prompts_and_tokenizers_count_them(tmp_path: Path)
 
 
 def test_sessions_do_not_mix_with_traces_or_datasets(tmp_path: Path) -> None:
-    from pytest_latency.spec import Sessions, SpecError
+    from pytest_latency.spec.model import Sessions, SpecError
 
     sessions = Sessions(turns=(2, 3), think_time_s=0.1)
     with pytest.raises(SpecError, match="not with prompts: or trace phases"):

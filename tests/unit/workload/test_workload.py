@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pytest_latency.spec import Phase, SpecError, Workload
+from pytest_latency.spec.model import Phase, SpecError, Workload
 from pytest_latency.workload import arrival_times, build_plan
 
 

@@ -1,0 +1,317 @@
+"""The capacity search against a live server: each probe is a real open-loop run.
+
+A probe at rate r offers a warm-up phase (not counted) and a probe phase, both at r.
+At each pre-planned look (a fraction of the probe phase: 50% and 100%) it waits until
+every probe request sent before the look has ended, decides the objectives at that
+look's share of alpha (:func:`~pytest_latency.analysis.capacity.look_confidences`) and,
+once one fails, stops sending: what was not sent stays a ``cancelled`` record with the
+reason. A pass needs the whole probe (a queue that builds slowly looks fine early).
+Between looks a runaway queue (over-saturation) fails the probe at once. After the run
+the probe drains: it polls the server's ``/metrics`` until nothing waits or runs (or,
+without one, the client's own requests have all ended), so one probe's queue never
+spills into the next. The whole search, warm-ups and drains included, ends by the
+budget: at the deadline the running probe is cancelled (docs/capacity.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import httpx
+
+from pytest_latency.analysis.capacity import (
+    SATURATION_LABEL,
+    CapacityResult,
+    ProbeResult,
+    as_proportion,
+    saturated,
+    search_capacity,
+)
+from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.verdict import objective_confidence
+from pytest_latency.driver import Run, Target
+from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
+from pytest_latency.servers.base import ServerInfo
+from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
+from pytest_latency.spec.model import MAX_SEED, Objective, Phase, Workload
+from pytest_latency.telemetry.prometheus import detect_kind, parse_exposition
+from pytest_latency.workload import build_plan
+
+# Between looks, once a second, a runaway queue fails the probe at once: checked often,
+# so by a stricter rise than at the looks (none in 100 seeded sim probes at 90% of the
+# capacity, checked 9 times each; docs/capacity.md).
+RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
+ENDED_POLL_S = 0.02
+EARLY_LOOK_WAIT = 0.25  # of the probe: how long an early look waits for its requests
+DRAIN_POLL_S = 0.1
+DRAIN_ALLOWANCE = 0.1  # of the probe, planned per probe for its drain (at least 1 s)
+BUDGET_SPENT = f"{STOPPED_EARLY}the capacity search's budget ran out"
+
+
+@dataclass(slots=True)
+class ProbeRun:
+    """One probe as run: its workload (warm-up and probe phases) and every record."""
+
+    rate: float
+    workload: Workload
+    records: list[RequestRecord]
+    started_at_unix: float
+    drain: str  # how the drain ended
+
+
+@dataclass(slots=True)
+class _Decision:
+    verdicts: dict[str, str]
+    offered: int
+    stopped_early: bool
+
+
+class LiveSearch:
+    """Runs :func:`search_capacity` with live probes; keeps every probe's run."""
+
+    def __init__(
+        self,
+        spec: CapacitySpec,
+        template: Workload,
+        criteria: Sequence[Objective],
+        target: Target,
+        *,
+        confidence: float,
+    ) -> None:
+        self.spec, self.template, self.criteria, self.target = spec, template, criteria, target
+        self.confidence = confidence
+        self.runs: list[ProbeRun] = []
+        self.results: list[ProbeResult] = []  # every decided probe, for an interrupted search
+        self._deadline = math.inf
+        self._last_end = 0.0
+
+    @property
+    def probe_cost_s(self) -> float:
+        """A probe's planned cost: warm-up, the whole probe, and its drain allowance."""
+        drain = max(1.0, DRAIN_ALLOWANCE * self.spec.probe_s)
+        return self.spec.warmup_s + self.spec.probe_s + drain
+
+    def search(self) -> CapacityResult:
+        """Bracket the capacity; at most ``spec.budget_s`` of wall-clock time."""
+        self._last_end = time.monotonic()
+        self._deadline = self._last_end + self.spec.budget_s
+        return search_capacity(
+            self.probe,
+            self.spec.rates,
+            probe_cost_s=self.probe_cost_s,
+            budget_s=self.spec.budget_s,
+            confidence=self.confidence,
+        )
+
+    def probe(
+        self, rate: float, looks: Sequence[float], confidences: Sequence[float]
+    ) -> ProbeResult:
+        """One live probe at ``rate``; its cost is the wall-clock time since the last one
+        ended, so that the search's spent time is the time the search took."""
+        # Each probe draws its own arrivals (a repeat at one rate is a new sample).
+        seed = (self.template.seed + len(self.runs)) % (MAX_SEED + 1)
+        phases = self.spec.probe_phases(rate)
+        workload = dataclasses.replace(self.template, phases=phases, seed=seed)
+        run = Run(build_plan(workload), self.target)
+        try:
+            decision = anyio.run(self._drive, run, rate, looks, confidences)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
+            self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, ""))
+            raise
+        drain = self._drain() if decision is not None else "budget ran out"
+        if decision is None:  # cancelled at the deadline: nothing decided
+            for record in run.records:
+                if record.status is Status.CANCELLED:
+                    record.error = BUDGET_SPENT
+            offered = sum(r.phase == PROBE_PHASE for r in run.records)
+            labels = [goal.label for goal in self.criteria]
+            decision = _Decision(dict.fromkeys(labels, "inconclusive"), offered, False)
+        self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, drain))
+        now = time.monotonic()
+        cost, self._last_end = now - self._last_end, now
+        self.results.append(
+            ProbeResult(
+                rate, decision.offered, decision.verdicts, decision.stopped_early, cost, drain
+            )
+        )
+        return self.results[-1]
+
+    def interrupted(self, why: str) -> CapacityResult:
+        """The search so far when it was cut short: its probes, and no bracket (a search
+        that did not end claims nothing)."""
+        started = self._deadline - self.spec.budget_s
+        spent = time.monotonic() - started if math.isfinite(started) else 0.0
+        return CapacityResult(None, None, list(self.results), self.spec.budget_s, spent, why)
+
+    async def _drive(
+        self, run: Run, rate: float, looks: Sequence[float], confidences: Sequence[float]
+    ) -> _Decision | None:
+        """Drive the probe while watching it; None when the budget's deadline cut it."""
+        decision: _Decision | None = None
+        with anyio.move_on_after(max(0.0, self._deadline - time.monotonic())):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(run.drive)
+                decision = await self._watch(run, rate, looks, confidences)
+        return decision
+
+    async def _watch(
+        self, run: Run, rate: float, looks: Sequence[float], confidences: Sequence[float]
+    ) -> _Decision:
+        warm_s = self.spec.warmup_s
+        probe_s = run.plan.workload.phases[-1].duration_s
+        while not run.started_ns:  # noqa: ASYNC110 (the driver sets no event for time zero)
+            await anyio.sleep(ENDED_POLL_S)
+        for index, (look, confidence) in enumerate(zip(looks, confidences, strict=True)):
+            cutoff = warm_s + look * probe_s
+            while (now := (time.perf_counter_ns() - run.started_ns) / 1e9) < cutoff:
+                await anyio.sleep(min(RUNAWAY_CHECK_S, cutoff - now))
+                if now - warm_s >= RUNAWAY_CHECK_S and saturated(
+                    run.records, rate, since_s=warm_s, z=RUNAWAY_Z
+                ):  # a runaway queue: fail the probe now
+                    run.stop(f"capacity probe at {rate:g}/s: the queue ran away")
+                    seen = _probe_records(run, cutoff=now)
+                    verdicts = dict.fromkeys((g.label for g in self.criteria), "inconclusive")
+                    return _Decision({**verdicts, SATURATION_LABEL: "fail"}, len(seen), True)
+            seen = _probe_records(run, cutoff=cutoff)
+            last = index == len(looks) - 1
+            # An early look waits a while for its requests; a look skipped for them
+            # spends none of its alpha, which keeps the error bound (a union over looks).
+            waited = await _until_ended(seen, None if last else EARLY_LOOK_WAIT * probe_s)
+            if not waited:
+                continue
+            before = [r for r in run.records if r.intended_s < cutoff]  # warm-up too
+            verdicts = await anyio.to_thread.run_sync(self._decide, seen, before, rate, confidence)
+            # An early look stops on a fail only: a queue builds during a probe, so its
+            # later part is never better than its earlier part, and an early pass could
+            # still turn (docs/capacity.md).
+            if "fail" in verdicts.values() or last:
+                if not last:
+                    run.stop(f"capacity probe at {rate:g}/s decided at {look:.0%} of the probe")
+                return _Decision(verdicts, len(seen), not last)
+        raise AssertionError("the last look always decides")
+
+    def _decide(
+        self,
+        seen: Sequence[RequestRecord],
+        before: Sequence[RequestRecord],
+        rate: float,
+        confidence: float,
+    ) -> dict[str, str]:
+        """The objectives on ``seen`` at ``confidence`` (shared), and whether the queue
+        ran away in the probe (in flight counted over ``before``, warm-up included, so
+        that the probe's start is not mistaken for growth)."""
+        each = objective_confidence(len(self.criteria), confidence)
+        tests = [as_proportion(goal) for goal in self.criteria]
+        results = decide_objectives(tests, seen, confidence=each)
+        verdicts = {
+            goal.label: result.verdict.value
+            for goal, result in zip(self.criteria, results, strict=True)
+        }
+        if saturated(before, rate, since_s=self.spec.warmup_s):
+            verdicts[SATURATION_LABEL] = "fail"
+        return verdicts
+
+    def _drain(self) -> str:
+        """Wait until the server's queue is empty, by its /metrics (bounded by the
+        request timeout and the deadline); say how the drain ended."""
+        until = min(self._deadline, time.monotonic() + self.template.timeout_s)
+        url = self.target.base_url.rstrip("/") + "/metrics"
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.monotonic() < until:
+                try:
+                    text = client.get(url).text
+                    kind = detect_kind(text)
+                    values = parse_exposition(text, kind) if kind else {}
+                except (httpx.HTTPError, ValueError):
+                    values = {}
+                if "waiting" not in values and "running" not in values:
+                    return "no queue gauges: drained when every request had ended"
+                if values.get("waiting", 0.0) + values.get("running", 0.0) <= 0:
+                    return "server queue empty"
+                time.sleep(DRAIN_POLL_S)
+        return "drain cut short by the request timeout or the budget"
+
+
+def _probe_records(run: Run, *, cutoff: float) -> list[RequestRecord]:
+    """The probe phase's requests planned before ``cutoff`` (run seconds)."""
+    return [r for r in run.records if r.phase == PROBE_PHASE and r.intended_s < cutoff]
+
+
+async def _until_ended(records: Sequence[RequestRecord], limit_s: float | None) -> bool:
+    """Wait until each record ended (or was never sent and never will be); False when
+    ``limit_s`` passed first. Polled: the driver fills records in place, signalling none."""
+    with anyio.move_on_after(math.inf if limit_s is None else limit_s):
+        while any(r.end_s is None and not (r.sent_s is None and r.error) for r in records):  # noqa: ASYNC110
+            await anyio.sleep(ENDED_POLL_S)
+        return True
+    return False
+
+
+def search_timeline(runs: Sequence[ProbeRun]) -> tuple[list[RequestRecord], list[Phase]]:
+    """Every probe's records on one timeline, phases numbered per probe (``probe-1``...).
+
+    Each probe starts where the previous one's planned phases ended (drains are not on
+    the timeline); ids run on. Returns the records and each probe's phases.
+    """
+    records: list[RequestRecord] = []
+    phases: list[Phase] = []
+    offset = 0.0
+    for number, probe in enumerate(runs, start=1):
+        for phase in probe.workload.phases:
+            phases.append(dataclasses.replace(phase, name=f"{phase.name}-{number}"))
+        for record in probe.records:
+            moved = dataclasses.replace(
+                record,
+                id=len(records),
+                phase=f"{record.phase}-{number}",
+                intended_s=record.intended_s + offset,
+                sent_s=_shift(record.sent_s, offset),
+                first_token_s=_shift(record.first_token_s, offset),
+                end_s=_shift(record.end_s, offset),
+            )
+            records.append(moved)
+        offset += probe.workload.duration_s
+    return records, phases
+
+
+def _shift(instant: float | None, offset: float) -> float | None:
+    return None if instant is None else instant + offset
+
+
+def search_workload(template: Workload, runs: Sequence[ProbeRun]) -> Workload:
+    """The workload the search offered: every probe's phases in order (the template's
+    phases when no probe ran)."""
+    _, phases = search_timeline(runs)
+    return dataclasses.replace(template, phases=tuple(phases)) if phases else template
+
+
+def capacity_result(
+    search: LiveSearch, found: CapacityResult, *, test: str, server: ServerInfo, **fields: Any
+) -> LatencyResult:
+    """The search as one run for the reports: every probe's records on one timeline, the
+    bracket in ``capacity``; ``fields`` are further :class:`LatencyResult` fields."""
+    from pytest_latency.analysis.health import check_generator
+
+    records, _ = search_timeline(search.runs)
+    workload = search_workload(search.template, search.runs)
+    started = search.runs[0].started_at_unix if search.runs else time.time()
+    return LatencyResult(
+        test=test,
+        server=server,
+        workload=workload,
+        records=records,
+        started_at_unix=started,
+        elapsed_s=found.spent_s,
+        health=check_generator(records, workload) if records else None,
+        capacity=found,
+        capacity_spec=search.spec,
+        **fields,
+    )

@@ -1,0 +1,352 @@
+"""``*.slo.yaml`` files: parsed with line numbers so every error names file, line and key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from keyword import iskeyword
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import yaml
+
+from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency.keys import check_id
+from pytest_latency.spec import checks as check
+from pytest_latency.spec.capacity import (
+    CapacitySpec,
+    check_capacity_objectives,
+    workload_without_phases,
+)
+from pytest_latency.spec.gates_yaml import GATE_ONLY_KEYS, gate_objective
+from pytest_latency.spec.limits_yaml import latency_duration, parse_limit
+from pytest_latency.spec.model import (
+    ARRIVALS,
+    Arrival,
+    Metric,
+    Objective,
+    Phase,
+    ServerSpec,
+    Workload,
+    parse_gpus,
+)
+from pytest_latency.spec.phase import parse_stop
+from pytest_latency.spec.sessions import SESSION_KEYS, parse_session_keys
+from pytest_latency.spec.sources_yaml import (
+    SOURCE_KEYS,
+    TRACE_PHASE_KEYS,
+    parse_sources,
+    parse_trace_phase,
+)
+from pytest_latency.spec.yaml_context import SpecFileError as SpecFileError  # re-exported
+from pytest_latency.spec.yaml_context import YamlContext as _Context
+from pytest_latency.spec.yaml_lines import LineList as _List
+from pytest_latency.spec.yaml_lines import LineLoader as _Loader
+from pytest_latency.spec.yaml_lines import LineMap as _Map
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class SloSpec:
+    """One ``*.slo.yaml``: what to run, against what, and what must hold."""
+
+    path: Path
+    workload: Workload
+    objectives: tuple[Objective, ...]
+    server: ServerSpec | None
+    markers: tuple[str, ...] = ()  # pytest markers for the collected test, besides latency
+    id: str | None = None  # the baseline key, instead of the file's path (keys.py)
+    objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
+    capacity: CapacitySpec | None = None  # a capacity search instead of phases
+
+
+def _arrival(value: Any) -> Arrival:
+    if value not in ARRIVALS:
+        raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}")
+    return cast(Arrival, value)
+
+
+_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
+_ANY_PHASE_KEYS = tuple(dict.fromkeys(_PHASE_KEYS + TRACE_PHASE_KEYS))
+_WORKLOAD_KEYS = (
+    "seed",
+    "input_tokens",
+    "output_tokens",
+    "timeout",
+    "warmup",
+    "ignore_eos",
+    "repeat",
+    "cooldown",
+    "max_concurrency",
+    "phases",
+    *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
+    *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
+)
+_OBJECTIVE_KEYS = (
+    "metric",
+    "p",
+    "max",
+    "max_fraction",
+    "max_regression",
+    "min_change",
+    "phase",
+    "input_tokens",
+    "output_tokens",
+    *GATE_ONLY_KEYS,  # release gates: spec_gates_yaml.py
+)
+_SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
+
+
+def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
+    node = context.mapping(value, line, key, _ANY_PHASE_KEYS)
+    if node.get("arrival") == "trace":
+        return parse_trace_phase(context, node, key)
+    if (stray := next((name for name in node if name not in _PHASE_KEYS), None)) is not None:
+        problem = f"{stray}: needs arrival: trace"
+        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
+    rate_key = "from" if node.get("arrival") == "ramp" else "rate"  # a ramp: from -> to
+    if (stray := "rate" if rate_key == "from" else "from") in node:
+        problem = "a ramp takes from: and to:" if stray == "rate" else "from: needs arrival: ramp"
+        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
+    for required in ("name", rate_key, "duration"):
+        if required not in node:
+            raise context.fail(node.line, f"{key}.{required}", "missing")
+    return context.build(
+        node,
+        key,
+        lambda: Phase(
+            name=context.field(node, "name", key, check.as_text),
+            rate=context.field(node, rate_key, key, check.as_number),
+            rate_to=context.field(node, "to", key, check.as_number) if "to" in node else None,
+            stop=context.field(node, "stop", key, parse_stop) if "stop" in node else None,
+            duration_s=context.field(node, "duration", key, check.as_positive_duration),
+            arrival=context.field(node, "arrival", key, _arrival)
+            if "arrival" in node
+            else "poisson",
+            burstiness=context.field(node, "burstiness", key, check.as_number)
+            if "burstiness" in node
+            else 1.0,
+        ),
+    )
+
+
+def _parse_workload(
+    context: _Context, value: Any, line: int, phases: tuple[Phase, ...] = ()
+) -> Workload:
+    """``phases``: made by a capacity search (spec_capacity.py) instead of ``phases:``."""
+    node = context.mapping(value, line, "workload", _WORKLOAD_KEYS)
+    phases_node = node.get("phases")
+    if not phases:
+        if not isinstance(phases_node, _List) or not phases_node:
+            raise context.fail(
+                node.key_lines.get("phases", node.line),
+                "workload.phases",
+                "expected a non-empty list of phases",
+            )
+        phases = tuple(
+            _parse_phase(context, item, item_line, f"workload.phases[{index}]")
+            for index, (item, item_line) in enumerate(
+                zip(phases_node, phases_node.item_lines, strict=True)
+            )
+        )
+    options: dict[str, Any] = {"phases": phases, **parse_sources(context, node)}
+    parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
+        "seed": ("seed", check.as_int),
+        "input_tokens": ("input_tokens", check.as_token_range),
+        "output_tokens": ("output_tokens", check.as_int),
+        "timeout": ("timeout_s", parse_duration),
+        "warmup": ("warmup_requests", check.as_int),
+        "ignore_eos": ("ignore_eos", check.as_flag),
+        "repeat": ("repeat", check.as_int),
+        "cooldown": ("cooldown_s", parse_duration),
+        "max_concurrency": ("max_concurrency", check.as_int),
+    }
+    for name, (attribute, parse) in parsers.items():
+        if name in node:
+            options[attribute] = context.field(node, name, "workload", parse)
+    options.update(parse_session_keys(context, node))
+    return context.build(node, "workload", lambda: Workload(**options))
+
+
+def _parse_objective(
+    context: _Context, value: Any, line: int, key: str, phases: set[str] | None
+) -> Objective:
+    node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
+    if "metric" not in node:
+        raise context.fail(node.line, f"{key}.metric", "missing")
+    metric = context.field(node, "metric", key, check.as_text)
+    if (gate := gate_objective(context, node, key, metric, phases)) is not None:
+        return gate
+
+    def optional(name: str, parse: Callable[[Any], T]) -> T | None:
+        return context.field(node, name, key, parse) if name in node else None
+
+    limit = parse_limit(context, node, key, metric)
+    phase = optional("phase", check.as_text)
+    if phase is not None and phases is not None and phase not in phases:
+        raise context.fail(
+            node.key_lines["phase"],
+            f"{key}.phase",
+            f"unknown phase {phase!r}; the workload has: {', '.join(sorted(phases))}",
+        )
+    return context.build(
+        node,
+        key,
+        lambda: Objective(
+            metric=cast(Metric, metric),  # validated by Objective
+            max_s=limit,
+            p=optional("p", check.as_number),
+            phase=phase,
+            max_regression=optional("max_regression", parse_fraction),
+            min_change_s=optional("min_change", latency_duration) or 0.0,
+            input_tokens=optional("input_tokens", check.as_token_range),
+            output_tokens=optional("output_tokens", check.as_token_range),
+        ),
+    )
+
+
+def _parse_objectives(
+    context: _Context, value: Any, line: int, phases: set[str] | None
+) -> tuple[Objective, ...]:
+    if not isinstance(value, _List):
+        raise context.fail(line, "objectives", "expected a list of objectives")
+    return tuple(
+        _parse_objective(context, item, item_line, f"objectives[{index}]", phases)
+        for index, (item, item_line) in enumerate(zip(value, value.item_lines, strict=True))
+    )
+
+
+def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
+    node = context.mapping(value, line, "server", _SERVER_KEYS)
+    url = context.field(node, "url", "server", check.as_text) if "url" in node else None
+    kind = (
+        context.field(node, "kind", "server", check.as_text)
+        if "kind" in node
+        else ("url" if url else "sim")
+    )
+    # Any name: a plugin or conftest.py may add kinds (pytest_latency_server_kind); the
+    # session says "unknown server kind" when a test first asks for the server.
+    options = node.get("options", {})
+    if not isinstance(options, dict):
+        raise context.fail(node.key_lines["options"], "server.options", "expected a mapping")
+    return context.build(
+        node,
+        "server",
+        lambda: ServerSpec(
+            kind=kind,
+            url=url,
+            model=context.field(node, "model", "server", check.as_text)
+            if "model" in node
+            else None,
+            api=context.field(node, "api", "server", check.as_text) if "api" in node else "chat",  # type: ignore[arg-type]
+            options=dict(options),
+            image=context.field(node, "image", "server", check.as_text)
+            if "image" in node
+            else None,
+            gpus=context.field(node, "gpus", "server", parse_gpus) if "gpus" in node else None,
+        ),
+    )
+
+
+_TOP_KEYS = ("id", "server", "workload", "capacity", "objectives", "description", "markers")
+
+
+def _parse_markers(context: _Context, value: Any, line: int) -> tuple[str, ...]:
+    """``markers: [slow, gpu]``: names of pytest markers, as in ``@pytest.mark.slow``."""
+    if not isinstance(value, _List):
+        raise context.fail(line, "markers", "expected a list of marker names, e.g. [slow]")
+    for index, (name, item_line) in enumerate(zip(value, value.item_lines, strict=True)):
+        if not isinstance(name, str) or not name.isidentifier() or iskeyword(name):
+            raise context.fail(
+                item_line,
+                f"markers[{index}]",
+                f"a marker is a name such as slow or gpu_a100, got {check.shown(name)}",
+            )
+    return tuple(value)
+
+
+def _load_top(context: _Context) -> _Map:
+    """The file's top-level mapping; SpecFileError for unreadable files and bad YAML."""
+    path = context.path
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise context.fail(1, "(file)", "no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise context.fail(1, "(file)", f"cannot read ({error})") from None
+    try:
+        document = yaml.load(text, Loader=_Loader)  # a SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        line = mark.line + 1 if mark is not None else 1
+        raise context.fail(line, "(yaml)", str(error.problem or error)) from None
+    except yaml.YAMLError as error:
+        raise context.fail(1, "(yaml)", str(error)) from None
+    except (ValueError, RecursionError) as error:  # e.g. an integer too long to convert
+        raise context.fail(1, "(yaml)", f"cannot load: {error}") from None
+    return context.mapping(document, 1, "", _TOP_KEYS)
+
+
+def load_objectives(path: Path) -> tuple[Objective, ...]:
+    """The ``objectives:`` list of a file: a whole ``*.slo.yaml`` or just that list.
+
+    With a workload in the file, phase names are checked against its phases; without
+    one, the caller checks them against the runs it judges. SpecFileError names file,
+    line and key; a file without objectives is an error too.
+    """
+    context = _Context(path)
+    top = _load_top(context)
+    if not top.get("objectives"):
+        raise context.fail(
+            top.key_lines.get("objectives", top.line), "objectives", "expected a non-empty list"
+        )
+    phases = None
+    if "workload" in top and "capacity" not in top:  # a search's phases are its own
+        workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
+        phases = {phase.name for phase in workload.phases}
+    return _parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
+
+
+def load_slo_file(path: Path) -> SloSpec:
+    """Parse and validate one spec file; SpecFileError names file, line and key."""
+    context = _Context(path)
+    top = _load_top(context)
+    if "workload" not in top:
+        raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
+    workload, capacity = _workload_of(context, top)
+    if "objectives" not in top:
+        raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
+    names = None if capacity else {phase.name for phase in workload.phases}
+    objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
+    if not objectives:  # a test that asserts nothing would always pass
+        raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
+    lines = tuple(top["objectives"].item_lines)
+    check_capacity_objectives(context, objectives, lines, capacity is not None)
+    server = (
+        _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
+    )
+    markers = (
+        _parse_markers(context, top["markers"], top.key_lines["markers"])
+        if "markers" in top
+        else ()
+    )
+    spec_id = context.field(top, "id", "", check_id) if "id" in top else None
+    return SloSpec(
+        path=path,
+        workload=workload,
+        objectives=objectives,
+        server=server,
+        markers=markers,
+        id=spec_id,
+        objective_lines=lines,
+        capacity=capacity,
+    )
+
+
+def _workload_of(context: _Context, top: _Map) -> tuple[Workload, CapacitySpec | None]:
+    """The workload, and the ``capacity:`` search that makes its phases, if any."""
+    if "capacity" not in top:
+        return _parse_workload(context, top["workload"], top.key_lines["workload"]), None
+    return workload_without_phases(context, top, partial(_parse_workload, context))

@@ -1,0 +1,223 @@
+"""Baselines: saved distributions, relative objectives, and their false-fail behaviour."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_latency.analysis.baseline import BaselineError, load_baseline
+from pytest_latency.analysis.relative import decide_relative
+from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.samples import metric_samples
+from pytest_latency.analysis.verdict import Verdict
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.report.json_report import save_baseline
+from pytest_latency.servers.base import ServerInfo
+from pytest_latency.sim import Arrival, SimConfig, simulate
+from pytest_latency.spec.model import Phase, Workload, objective
+from pytest_latency.workload import build_plan
+from tests.helpers.json_schema import assert_valid_run_file
+
+# Two minutes at 8/s: the embedded server's e2e is strongly correlated in send order
+# (requests share a decode batch for their whole ~2 s life), so 960 requests hold the
+# evidence of only ~50 independent ones; 40 s would leave every verdict inconclusive.
+WORKLOAD = Workload(phases=(Phase("steady", rate=8, duration_s=120),), output_tokens=60)
+
+
+def simulated_records(config: SimConfig, seed: int) -> list[RequestRecord]:
+    """One run of the embedded server's engine in virtual time, as client records."""
+    plan = build_plan(dataclasses.replace(WORKLOAD, seed=seed))
+    arrivals = [Arrival(r.intended_s, r.input_tokens, r.output_tokens) for r in plan.requests]
+    records = []
+    for request, result in zip(plan.requests, simulate(config, arrivals), strict=True):
+        record = RequestRecord(request.id, request.phase, request.intended_s, request.input_tokens)
+        if result.ttft_s is not None and result.e2e_s is not None:
+            record.status = Status.OK
+            record.sent_s = request.intended_s
+            record.first_token_s = request.intended_s + result.ttft_s
+            record.end_s = request.intended_s + result.e2e_s
+            record.itl_s = list(result.itl_s)
+            record.output_tokens = request.output_tokens
+            record.queue_wait_s = result.queue_wait_s
+        records.append(record)
+    return records
+
+
+SERVER = SimConfig()
+SLOWER = dataclasses.replace(
+    SERVER,
+    decode_base_s=SERVER.decode_base_s * 1.3,
+    prefill_per_token_s=SERVER.prefill_per_token_s * 1.3,
+)
+RELATIVE = [
+    objective("ttft", p=95, max_regression="10%"),
+    objective("e2e", p=50, max_regression="10%"),
+    objective("e2e", p=95, max_regression="10%"),
+]
+
+
+@pytest.mark.slow
+def test_server_against_itself_never_fails_across_20_seeded_runs():
+    baseline = simulated_records(SERVER, seed=1)
+    verdicts = [
+        decide_relative(goal, simulated_records(SERVER, seed=seed), [baseline], 0.99).verdict
+        for seed in range(100, 120)
+        for goal in RELATIVE
+    ]
+    assert Verdict.FAIL not in verdicts
+    assert verdicts.count(Verdict.PASS) >= len(verdicts) // 3  # and it often decides
+
+
+def test_correlation_in_send_order_is_paid_for_and_reported():
+    baseline = simulated_records(SERVER, seed=1)
+    result = decide_relative(RELATIVE[1], simulated_records(SERVER, seed=5), [baseline], 0.99)
+    assert result.n_effective is not None and result.n_effective < result.n / 5
+
+
+@pytest.mark.slow
+def test_the_same_server_30_percent_slower_fails():
+    baseline = simulated_records(SERVER, seed=1)
+    for seed in (200, 201, 202):
+        slower = simulated_records(SLOWER, seed=seed)
+        result = decide_relative(
+            objective("e2e", p=50, max_regression="10%"), slower, [baseline], 0.99
+        )
+        assert result.verdict is Verdict.FAIL, result.reason
+        assert 1.2 < result.estimate_s < 1.4
+
+
+def test_no_baseline_is_inconclusive_and_says_how():
+    result = decide_relative(RELATIVE[0], simulated_records(SERVER, 3), None, 0.99)
+    assert result.verdict is Verdict.INCONCLUSIVE and "--latency-baseline" in result.reason
+
+
+@pytest.mark.slow
+def test_cohort_mix_change_is_warned():
+    baseline = simulated_records(SERVER, seed=1)
+    candidate = [r for r in simulated_records(SERVER, seed=2)]
+    for record in candidate[: len(candidate) // 2]:
+        record.input_tokens = 3000  # half the prompts became long: a different mix
+    result = decide_relative(RELATIVE[1], candidate, [baseline], 0.99)
+    assert any("cohort mix changed" in caveat for caveat in result.warnings)
+    same = decide_relative(RELATIVE[1], simulated_records(SERVER, seed=3), [baseline], 0.99)
+    assert same.warnings == ()
+
+
+def _result(records: list[RequestRecord], test: str = "t::a") -> LatencyResult:
+    return LatencyResult(
+        test=test, server=ServerInfo("sim", "http://127.0.0.1:1", "sim-tiny"),
+        workload=WORKLOAD, records=records, started_at_unix=0.0, elapsed_s=1.0,
+    )  # fmt: skip
+
+
+def test_save_and_load_round_trip(tmp_path: Path):
+    records = simulated_records(SERVER, seed=4)
+    records[0].status, records[0].error = Status.TIMEOUT, "no complete response"
+    path = tmp_path / "base.json"
+    messages = save_baseline(path, [_result(records), _result(records[:5])])
+    assert messages[0].startswith(f"latency baseline saved to {path}: 2 new, 0 updated")
+    assert "  new       t::a" in messages and "  new       t::a#2" in messages
+    loaded = load_baseline(path)
+    assert set(loaded.runs) == {"t::a", "t::a#2"}
+    (run,) = loaded.runs["t::a"]
+    assert run.server["kind"] == "sim" and run.workload == WORKLOAD.to_json()
+    # Times are kept to the nanosecond (the clock's resolution): the same to 2 ns.
+    for before, after in zip(records, run.records, strict=True):
+        assert after.status is before.status
+        for field in ("intended_s", "ttft_s", "e2e_s", "queue_wait_s"):
+            expected, stored = getattr(before, field), getattr(after, field)
+            assert (stored is expected is None) or abs(stored - expected) <= 2e-9, field
+    # A baseline keeps each request's gap summary, not its gaps: the ITL verdicts read
+    # the same per-request values from it as from the records themselves.
+    assert all(len(record.itl_s) == 0 for record in run.records)
+    for metric in ("itl", "itl_max"):
+        stored, measured = metric_samples(run.records, metric), metric_samples(records, metric)
+        assert list(stored) == pytest.approx(list(measured), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "no such file"), ("{", "not a readable JSON"), ('{"schema": "x"}', "not a pytest")],
+)
+def test_bad_baseline_files_are_clear_errors(tmp_path: Path, content, message):
+    path = tmp_path / "base.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(BaselineError, match=message):
+        load_baseline(path)
+
+
+SPEC = """\
+server: {{kind: sim, options: {{decode_base_s: {decode}, decode_per_seq_s: 0.0001,
+          prefill_per_token_s: 0.00001}}}}
+workload:
+  seed: {seed}
+  input_tokens: [20, 40]
+  output_tokens: 30
+  phases: [{{name: steady, arrival: poisson, rate: 20, duration: {duration}}}]
+objectives:
+  - {{metric: e2e, p: 50, max_regression: 10%}}
+"""
+
+
+@pytest.mark.slow
+def test_plugin_saves_a_baseline_and_gates_on_it(pytester):
+    # 12 s at 20/s: enough that the correlated e2e samples still decide.
+    spec = pytester.path / "gate.slo.yaml"
+    spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="12s")))
+    saved = pytester.runpytest("--latency-save-baseline", "base.json")
+    saved.assert_outcomes(passed=1)  # no baseline yet: inconclusive, a warning
+    assert "no baseline for this test" in " ".join(saved.stdout.str().split())  # wrapped
+    assert "latency baseline saved to " in " ".join(saved.stdout.str().split())
+    assert "  new       gate.slo.yaml::gate" in saved.stdout.str()
+    document = assert_valid_run_file(pytester.path / "base.json")
+    (run,) = document["runs"]
+    assert run["baseline_key"] == "gate.slo.yaml::gate" and run["server"]["kind"] == "sim"
+
+    pytester.runpytest("--latency-baseline", "base.json").assert_outcomes(passed=1)
+
+    # Twice as slow per step: far past +10% at the effective n of these correlated
+    # requests (tests/unit/analysis/test_correlated_verdicts.py measures the power at +30%).
+    spec.write_text(textwrap.dedent(SPEC.format(decode=0.008, seed=1, duration="12s")))
+    slower = pytester.runpytest("--latency-baseline", "base.json")
+    slower.assert_outcomes(failed=1)
+    text = " ".join(slower.stdout.str().split())  # lines wrap at the terminal's width
+    assert "FAIL e2e p50 <= baseline +10%" in text
+    assert "candidate/baseline ratio" in text
+
+
+@pytest.mark.slow
+def test_a_baseline_of_another_workload_is_an_error_unless_allowed(pytester):
+    spec = pytester.path / "gate.slo.yaml"
+    spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="2s")))
+    pytester.runpytest("--latency-save-baseline", "base.json").assert_outcomes(passed=1)
+    spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=2, duration="2s")))
+    refused = pytester.runpytest("--latency-baseline", "base.json")
+    refused.assert_outcomes(failed=1)
+    assert "workload.seed: baseline 1, this run 2" in refused.stdout.str()
+    allowed = pytester.runpytest(
+        "--latency-baseline", "base.json", "--latency-allow-baseline-mismatch"
+    )
+    allowed.assert_outcomes(passed=1)
+
+
+@pytest.mark.slow
+def test_a_baseline_without_this_test_is_an_error_naming_what_it_holds(pytester):
+    spec = pytester.path / "gate.slo.yaml"
+    spec.write_text(textwrap.dedent(SPEC.format(decode=0.004, seed=1, duration="2s")))
+    pytester.runpytest("--latency-save-baseline", "base.json").assert_outcomes(passed=1)
+    spec.rename(pytester.path / "other.slo.yaml")
+    missing = pytester.runpytest("--latency-baseline", "base.json")
+    missing.assert_outcomes(errors=1)  # before any load is sent
+    assert "holds no run for 'other.slo.yaml::other'" in missing.stdout.str()
+    assert "gate.slo.yaml::gate" in missing.stdout.str()
+
+
+@pytest.mark.slow
+def test_missing_baseline_file_is_a_usage_error(pytester):
+    result = pytester.runpytest("--latency-baseline", "nope.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "no such file" in result.stderr.str()

@@ -1,0 +1,86 @@
+"""Live capacity probes against the embedded server: the budget holds, every offered
+request keeps one record, and a decided probe stops sending (cancelled, with why)."""
+
+from __future__ import annotations
+
+import time
+
+from pytest_latency.analysis.capacity import CapacityResult
+from pytest_latency.driver import Target
+from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result, search_timeline
+from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, Status
+from pytest_latency.report.html.model import ReportRun
+from pytest_latency.report.json_report import run_dict
+from pytest_latency.report.markdown import run_section
+from pytest_latency.report.terminal import format_run
+from pytest_latency.servers.base import ServerInfo
+from pytest_latency.sim import SimServer
+from pytest_latency.sim.config import SimConfig
+from pytest_latency.spec.capacity import CapacitySpec, template_workload
+from pytest_latency.spec.model import objective
+from tests.helpers.json_schema import problems
+
+SIM = SimConfig(replicas=1, max_batch=32)
+
+
+def test_the_budget_holds_warm_ups_and_drains_included() -> None:
+    spec = CapacitySpec(rates=(5.0, 400.0), probe_s=3.0, budget_s=9.0)
+    template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)
+    criteria = [objective("attainment", ttft="500ms", min="90%")]
+    with SimServer(SIM) as server:
+        search = LiveSearch(
+            spec, template, criteria, Target(server.url, model="sim-tiny"), confidence=0.99
+        )
+        started = time.monotonic()
+        found = search.search()
+        took = time.monotonic() - started
+    # The deadline cancels a probe that would run over; a little slack for the last
+    # records' bookkeeping after the cancel, not for another probe.
+    assert found.spent_s <= spec.budget_s + 0.5 and took <= spec.budget_s + 1.0, took
+    assert found.probes and len(search.runs) == len(found.probes)
+    assert all(probe.cost_s > spec.warmup_s for probe in found.probes)
+    for run in search.runs:  # exactly one record per planned request, unsent ones say why
+        planned = sum(round(p.rate * p.duration_s) for p in run.workload.phases)
+        assert abs(len(run.records) - planned) <= 3 * planned**0.5 + 5
+        for record in run.records:
+            if record.status is Status.CANCELLED and record.sent_s is None:
+                assert record.error is not None and record.error.startswith(STOPPED_EARLY)
+    records, phases = search_timeline(search.runs)
+    assert [record.id for record in records] == list(range(len(records)))
+    assert {record.phase for record in records} <= {phase.name for phase in phases}
+    _check_reports(search, found)
+
+
+def _check_reports(search: LiveSearch, found: CapacityResult) -> None:
+    """The search as a run: schema-valid JSON, a probe table, Markdown, its gate."""
+    server = ServerInfo(kind="sim", url="http://127.0.0.1:1", model="sim-tiny")
+    run = capacity_result(search, found, test="t.py::test_capacity", server=server)
+    (gate,) = run.evaluate([objective("capacity", min=1)])
+    assert gate.objective.metric == "capacity" and gate.n == len(found.probes)
+    document = run_dict(run)
+    assert not problems({"schema": RUN_SCHEMA, "plugin_version": "0", "runs": [document]})
+    assert document["capacity"]["probes"][0]["phase"] == "probe-1"
+    assert document["objectives"][0]["unit"] == "rps"
+    lines = format_run(run, width=80)
+    assert all(len(line) <= 80 for line in lines)
+    assert any(line.strip().startswith("probe-1 ") for line in lines), lines
+    assert any("capacity: passed at" in line for line in lines)
+    markdown = run_section(ReportRun(run.test, document, run.records))
+    assert "**Capacity**" in markdown and "unreadable" not in markdown
+
+
+def test_a_decided_probe_stops_at_the_first_look() -> None:
+    # 400/s against a server of ~45/s with an unbounded queue: it runs away, and the
+    # probe fails before its end.
+    spec = CapacitySpec(rates=(400.0, 800.0), probe_s=4.0, budget_s=30.0)
+    template = template_workload(spec, seed=4, input_tokens=(20, 20), output_tokens=20)
+    criteria = [objective("ttft", p=90, max="300ms")]
+    with SimServer(SimConfig(replicas=1, max_batch=32, max_queue=100_000)) as server:
+        search = LiveSearch(
+            spec, template, criteria, Target(server.url, model="sim-tiny"), confidence=0.99
+        )
+        result = search.probe(400.0, (0.5, 1.0), (0.999, 0.999))
+    assert result.outcome == "fail" and result.stopped_early, result
+    assert result.drain == "server queue empty"
+    cancelled = [r for r in search.runs[0].records if r.error and "probe at 400/s" in r.error]
+    assert cancelled and all(r.sent_s is None for r in cancelled)
