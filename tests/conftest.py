@@ -1,4 +1,7 @@
+import subprocess
 from collections.abc import Iterator
+from multiprocessing.process import BaseProcess
+from typing import Any, NoReturn
 
 import pytest
 
@@ -35,3 +38,30 @@ def written_json_matches_the_schema(
 
     failures = invalid_files(tmp_path_factory.getbasetemp())
     assert not failures, "files that break the JSON schema:\n" + "\n".join(failures)
+
+
+SLOW_CHILD = (
+    "this test starts a child process ({what}): mark it @pytest.mark.slow. The fast tier"
+    " (pytest -m 'not slow', docs/architecture.md \"Tests\") runs in-process only; a child"
+    " Python costs a second or more on a busy two-core machine"
+)
+
+
+@pytest.fixture(autouse=True)
+def fast_tests_start_no_child_process(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keep the fast tier fast: a test not marked ``slow`` that starts a child process
+    (an inner pytest run, the CLI, the embedded server's process, driver workers) fails
+    at once, saying to mark it. Every way the suite starts one goes through these two."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse_popen(self: subprocess.Popen[Any], args: Any, *rest: Any) -> NoReturn:
+        raise AssertionError(SLOW_CHILD.format(what=f"subprocess {args!r}"[:200]))
+
+    def refuse_process(self: BaseProcess) -> NoReturn:
+        raise AssertionError(SLOW_CHILD.format(what=f"multiprocessing {self.name}"))
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse_popen)
+    monkeypatch.setattr(BaseProcess, "start", refuse_process)

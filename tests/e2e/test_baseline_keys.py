@@ -104,6 +104,7 @@ def rootdir_of(result: pytest.RunResult) -> Path:
     return Path(line.removeprefix("rootdir: ").split(",")[0])
 
 
+@pytest.mark.slow
 def test_keys_survive_a_space_form_flag_that_moves_the_rootdir(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -130,6 +131,7 @@ def test_keys_survive_a_space_form_flag_that_moves_the_rootdir(
         assert stored_keys(project / "run.json") == ["tests/gate.slo.yaml::gate"]
 
 
+@pytest.mark.slow
 def test_an_older_file_keyed_by_another_rootdirs_test_id_still_matches(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,6 +150,7 @@ def test_an_older_file_keyed_by_another_rootdirs_test_id_still_matches(
     assert stored_keys(pytester.path / "r.json") == ["proj/tests/gate.slo.yaml::gate"]
 
 
+@pytest.mark.slow
 def test_a_spec_id_keeps_the_baseline_when_the_file_moves(pytester: pytest.Pytester) -> None:
     write_spec(pytester.path / "checkout.slo.yaml", spec_id="checkout")
     pytester.runpytest("--latency-save-baseline=base.json").assert_outcomes(passed=1)
@@ -159,6 +162,7 @@ def test_a_spec_id_keeps_the_baseline_when_the_file_moves(pytester: pytest.Pytes
     compared(result, pytester.path / "run.json")
 
 
+@pytest.mark.slow
 def test_two_specs_with_one_id_are_an_error(pytester: pytest.Pytester) -> None:
     write_spec(pytester.path / "a.slo.yaml", spec_id="checkout")
     write_spec(pytester.path / "b.slo.yaml", spec_id="checkout")
@@ -187,6 +191,7 @@ def test_search(latency):
 """
 
 
+@pytest.mark.slow
 def test_python_tests_are_keyed_by_file_and_name_or_their_id(pytester: pytest.Pytester) -> None:
     (pytester.path / "tests").mkdir()
     (pytester.path / "tests" / "test_api.py").write_text(PYTHON_TEST)
@@ -202,6 +207,7 @@ def test_python_tests_are_keyed_by_file_and_name_or_their_id(pytester: pytest.Py
     assert all(run["objectives"][0]["estimate_s"] is not None for run in runs)
 
 
+@pytest.mark.slow
 def test_a_missing_baseline_entry_is_an_error_before_any_load(pytester: pytest.Pytester) -> None:
     write_spec(pytester.path / "gate.slo.yaml")
     pytester.runpytest("--latency-save-baseline=base.json").assert_outcomes(passed=1)
@@ -214,6 +220,7 @@ def test_a_missing_baseline_entry_is_an_error_before_any_load(pytester: pytest.P
     assert json.loads((pytester.path / "run.json").read_text())["runs"] == []  # nothing sent
 
 
+@pytest.mark.slow
 def test_relative_objectives_without_any_baseline_are_an_error(pytester: pytest.Pytester) -> None:
     write_spec(pytester.path / "gate.slo.yaml")
     result = pytester.runpytest()
@@ -223,6 +230,7 @@ def test_relative_objectives_without_any_baseline_are_an_error(pytester: pytest.
     )
 
 
+@pytest.mark.slow
 def test_a_python_test_without_its_baseline_entry_errors_and_says_so_in_the_json(
     pytester: pytest.Pytester,
 ) -> None:

@@ -114,6 +114,7 @@ def test_usage_errors(files, tmp_path, capsys):
     assert "missing.json" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_reachable_as_python_m(files):
     done = subprocess.run(
         [sys.executable, "-m", "pytest_latency", "compare", *map(str, files), "--width", "80"],

@@ -21,7 +21,7 @@ from pytest_latency.report.html import write_html
 from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import HOSTILE, make_result, simulated_records
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI") == "true"
 

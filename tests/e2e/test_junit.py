@@ -145,6 +145,7 @@ def _check_suite(properties: dict[str, str]) -> None:
     assert not any("test_not_latency" in name for name in properties)
 
 
+@pytest.mark.slow
 def test_xunit2_default_has_suite_properties_and_no_warning(pytester):
     _, root = _run(pytester)
     _check_suite(_suite_properties(root))
@@ -152,6 +153,7 @@ def test_xunit2_default_has_suite_properties_and_no_warning(pytester):
     assert root.findall(".//testcase/properties") == []
 
 
+@pytest.mark.slow
 def test_xunit1_also_has_testcase_properties(pytester):
     _, root = _run(pytester, "-o", "junit_family=xunit1")
     _check_suite(_suite_properties(root))

@@ -45,6 +45,7 @@ def _run(
     return run["requests"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["flag", "ini"])
 def test_a_small_line_limit_makes_an_over_long_sse_line_a_protocol_error(
     pytester: pytest.Pytester, server: ScriptedServer, how: str
@@ -59,6 +60,7 @@ def test_a_small_line_limit_makes_an_over_long_sse_line_a_protocol_error(
     assert {r["error"] for r in requests} == {"SSE line over 1 KiB"}
 
 
+@pytest.mark.slow
 def test_the_same_line_passes_under_the_default_limit(
     pytester: pytest.Pytester, server: ScriptedServer
 ) -> None:
@@ -67,6 +69,7 @@ def test_the_same_line_passes_under_the_default_limit(
     assert {r["status"] for r in requests} == {"ok"}
 
 
+@pytest.mark.slow
 def test_a_small_body_limit_makes_an_oversized_body_a_protocol_error(
     pytester: pytest.Pytester, server: ScriptedServer
 ) -> None:
@@ -77,6 +80,7 @@ def test_a_small_body_limit_makes_an_oversized_body_a_protocol_error(
     assert {r["error"] for r in requests} == {"body over 2 KiB"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

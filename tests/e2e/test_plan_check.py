@@ -3,6 +3,8 @@
 import socket
 import textwrap
 
+import pytest
+
 # A quick embedded server: steps of ~3 ms, so a run takes a few seconds.
 FAST_SIM = (
     "{kind: sim, options: {decode_base_s: 0.003, decode_per_seq_s: 0.0001,"
@@ -38,6 +40,7 @@ EXPECTED = (
 )
 
 
+@pytest.mark.slow
 def test_a_yaml_plan_that_cannot_decide_errors_before_any_server_is_asked(pytester):
     # The server is a closed port: the error is the plan's, so nothing reached for it.
     pytester.makefile(".slo.yaml", short=_spec(f'{{url: "{_closed_url()}"}}'))
@@ -50,6 +53,7 @@ def test_a_yaml_plan_that_cannot_decide_errors_before_any_server_is_asked(pytest
     assert "server not ready" not in text
 
 
+@pytest.mark.slow
 def test_allowed_it_warns_and_runs(pytester):
     pytester.makefile(".slo.yaml", short=_spec(FAST_SIM))
     result = pytester.runpytest("--latency-allow-undecidable", "-W", "default")
@@ -59,6 +63,7 @@ def test_allowed_it_warns_and_runs(pytester):
     assert "INCONCLUSIVE ttft p95" in text
 
 
+@pytest.mark.slow
 def test_the_fixture_checks_before_sending_with_latency_plan(pytester):
     pytester.makepyfile(
         f"""
@@ -78,6 +83,7 @@ def test_the_fixture_checks_before_sending_with_latency_plan(pytester):
     assert EXPECTED in text and "server not ready" not in text
 
 
+@pytest.mark.slow
 def test_the_fixture_returns_the_counts_of_a_plan_that_can_decide(pytester):
     pytester.makepyfile(
         """
@@ -94,6 +100,7 @@ def test_the_fixture_returns_the_counts_of_a_plan_that_can_decide(pytester):
     pytester.runpytest().assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_assert_slo_errors_on_a_plan_that_could_never_decide(pytester):
     pytester.makepyfile(
         f"""

@@ -50,6 +50,7 @@ FLAGS = [
 ]
 
 
+@pytest.mark.slow
 def test_help_lists_every_contract_flag_with_ini_twin(pytester):
     result = pytester.runpytest("--help")
     text = result.stdout.str()
@@ -58,6 +59,7 @@ def test_help_lists_every_contract_flag_with_ini_twin(pytester):
         assert f"latency_{flag.replace('-', '_')}" in text, flag
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -27,6 +27,7 @@ def loaded_heavy():
 """
 
 
+@pytest.mark.slow
 def test_importing_the_plugin_and_what_configure_loads_pulls_in_nothing_heavy() -> None:
     code = REPORT_HEAVY + (
         "import pytest_latency.plugin, pytest_latency.plugin.session, "

@@ -58,6 +58,7 @@ def _runs(pytester: pytest.Pytester) -> list[dict[str, object]]:
     return runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [None, "m"])
 def test_a_closed_port_is_an_error_saying_connection_refused(pytester, model):
     # Without a model this used to be a traceback from the model discovery with a hint to
@@ -72,6 +73,7 @@ def test_a_closed_port_is_an_error_saying_connection_refused(pytester, model):
     assert _runs(pytester) == []  # nothing was measured
 
 
+@pytest.mark.slow
 def test_the_fixture_reports_a_closed_port_as_an_error_too(pytester):
     url = f"http://127.0.0.1:{_closed_port()}"
     pytester.makepyfile(
@@ -93,6 +95,7 @@ def test_the_fixture_reports_a_closed_port_as_an_error_too(pytester):
     assert "preflight.py" not in text and "session.py" not in text  # the user's line only
 
 
+@pytest.mark.slow
 def test_a_model_the_server_does_not_list_is_an_error_listing_what_it_has(pytester, server):
     server.models = ["a", "b"]
     pytester.makefile(".slo.yaml", wrong=_spec(server.url, "x"))
@@ -102,6 +105,7 @@ def test_a_model_the_server_does_not_list_is_an_error_listing_what_it_has(pytest
     assert server.exchanges == [] and _runs(pytester) == []  # no request was sent
 
 
+@pytest.mark.slow
 def test_without_a_model_the_first_listed_is_used(pytester, server):
     server.models = ["tiny", "other"]
     server.route("tiny", ONE_TOKEN)
@@ -115,6 +119,7 @@ def test_without_a_model_the_first_listed_is_used(pytester, server):
     assert run["server"]["model"] == "tiny"  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_a_404_on_the_test_request_is_an_error_with_the_body(pytester, server):
     server.models = ["m"]
     server.route("m", _not_found("no such route"))
@@ -128,6 +133,7 @@ def test_a_404_on_the_test_request_is_an_error_with_the_body(pytester, server):
     assert len(server.exchanges) == 1  # only the test request
 
 
+@pytest.mark.slow
 def test_a_run_failing_on_one_infrastructure_error_says_so_before_the_objectives(pytester, server):
     # The preflight's request is answered; then the model is gone for every request.
     server.models = ["m"]
@@ -144,6 +150,7 @@ def test_a_run_failing_on_one_infrastructure_error_says_so_before_the_objectives
     assert text.index(headline) < text.index("FAIL error_rate")
 
 
+@pytest.mark.slow
 def test_a_server_that_dies_mid_run_heads_the_failure_with_it(pytester):
     dying = ScriptedServer()
     dying.models = ["m"]

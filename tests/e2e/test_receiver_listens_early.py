@@ -79,6 +79,7 @@ def test_url_server_spans_sent_during_the_run_all_join(
     assert joined["waited_s"] < GRACE_S  # returned when the spans were in, not at the grace
 
 
+@pytest.mark.slow
 def test_a_receiver_port_in_use_is_a_usage_error_at_configure(pytester: pytest.Pytester) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -61,6 +61,7 @@ def keys_in(path: Path) -> list[str]:
 # --- paths checked before anything runs ---------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag", ["--latency-json", "--latency-save-baseline", "--latency-html"])
 def test_a_path_under_a_file_is_a_usage_error_naming_the_flag(
     pytester: pytest.Pytester, flag: str
@@ -74,6 +75,7 @@ def test_a_path_under_a_file_is_a_usage_error_naming_the_flag(
     assert "Traceback" not in error and "latency summary" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_folder_given_as_the_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     (pytester.path / "reports").mkdir()
     result = pytester.runpytest("--latency-json", "reports")
@@ -81,6 +83,7 @@ def test_a_folder_given_as_the_file_is_a_usage_error(pytester: pytest.Pytester) 
     assert "--latency-json reports: reports is a folder; give a file name" in result.stderr.str()
 
 
+@pytest.mark.slow
 def test_a_missing_folder_that_can_be_created_is_fine(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain():\n    pass\n")
     result = pytester.runpytest("--latency-json=new/deeper/run.json")
@@ -88,6 +91,7 @@ def test_a_missing_folder_that_can_be_created_is_fine(pytester: pytest.Pytester)
     assert assert_valid_run_file(pytester.path / "new" / "deeper" / "run.json")["runs"] == []
 
 
+@pytest.mark.slow
 def test_an_existing_save_target_that_is_not_a_run_file_is_refused_before_running(
     pytester: pytest.Pytester,
 ) -> None:
@@ -112,6 +116,7 @@ def test_replaces_the_report_folder_by_a_file():
 """
 
 
+@pytest.mark.slow
 def test_a_failed_write_at_the_end_is_reported_and_fails_the_session(
     pytester: pytest.Pytester,
 ) -> None:
@@ -130,6 +135,7 @@ def test_a_failed_write_at_the_end_is_reported_and_fails_the_session(
     assert "Traceback" not in text and "INTERNALERROR" not in text
 
 
+@pytest.mark.slow
 def test_saving_with_no_latency_run_says_so(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_plain():\n    pass\n")
     result = pytester.runpytest("--latency-save-baseline=base.json")
@@ -140,6 +146,7 @@ def test_saving_with_no_latency_run_says_so(pytester: pytest.Pytester) -> None:
     assert not (pytester.path / "base.json").exists()
 
 
+@pytest.mark.slow
 def test_saving_a_k_subset_merges_and_lists_what_it_wrote(pytester: pytest.Pytester) -> None:
     pytester.makefile(".slo.yaml", alpha=PASSES, beta=PASSES.replace("seed: 2", "seed: 3"))
     first = pytester.runpytest("--latency-save-baseline=base.json", "-p", "no:randomly")
@@ -161,6 +168,7 @@ def test_saving_a_k_subset_merges_and_lists_what_it_wrote(pytester: pytest.Pytes
     assert beta_after[0].document == beta_before[0].document  # untouched
 
 
+@pytest.mark.slow
 def test_each_run_records_its_outcome_policy_and_the_plugin_version(
     pytester: pytest.Pytester,
 ) -> None:
@@ -207,6 +215,7 @@ def simulated_run(requests: int, output_tokens: int) -> LatencyResult:
     return LatencyResult("t.py::test_steady", server, workload, records, 0.0, 1.0)
 
 
+@pytest.mark.slow
 def test_a_saved_baseline_keeps_gap_summaries_not_gaps(tmp_path: Path) -> None:
     # 1,000 requests of 100 tokens: the gaps are 99% of a full --latency-json file.
     run = simulated_run(1000, 100)

@@ -122,6 +122,7 @@ def test_sigterm_mid_run_keeps_the_run_and_stops_the_server(
     print(f"SIGTERM to exit: {took_s:.2f}s")
 
 
+@pytest.mark.slow
 def test_the_handler_is_installed_while_configured_and_restored_after(
     pytester: pytest.Pytester,
 ) -> None:

@@ -41,6 +41,7 @@ def _selected(pytester, *args):
     return sorted(line for line in result.outlines if "::" in line)
 
 
+@pytest.mark.slow
 def test_markers_select_spec_files_with_m(suite):
     assert _selected(suite, "-m", "slow") == ["checkout.slo.yaml::checkout"]
     assert _selected(suite, "-m", "gpu and not slow") == []
@@ -51,6 +52,7 @@ def test_markers_select_spec_files_with_m(suite):
     ]
 
 
+@pytest.mark.slow
 def test_every_latency_test_carries_the_latency_marker(suite):
     assert _selected(suite, "-m", "not latency") == ["test_app.py::test_plain"]
     assert _selected(suite, "-m", "latency") == [
@@ -60,6 +62,7 @@ def test_every_latency_test_carries_the_latency_marker(suite):
     ]
 
 
+@pytest.mark.slow
 def test_an_unregistered_marker_fails_under_strict_markers(pytester):
     _spec(pytester, "typo", "markers: [slwo]\n")
     result = pytester.runpytest("--collect-only", "--strict-markers")
@@ -67,6 +70,7 @@ def test_an_unregistered_marker_fails_under_strict_markers(pytester):
     assert "'slwo' not found in `markers` configuration option" in result.stdout.str()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("markers", "where"),
     [
@@ -83,6 +87,7 @@ def test_a_bad_marker_is_a_collection_error_naming_file_line_and_key(pytester, m
     assert f"bad.slo.yaml{where}" in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_bare_number_is_a_collection_error_naming_file_line_key_and_fix(pytester):
     _spec(pytester, "bare", limit="700")
     result = pytester.runpytest("--collect-only")

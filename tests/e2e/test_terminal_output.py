@@ -98,6 +98,7 @@ def after_header(output: str) -> list[str]:
     return lines[start + 1 :]
 
 
+@pytest.mark.slow
 def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +124,7 @@ def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     result.stdout.re_match_lines([failed])
 
 
+@pytest.mark.slow
 def test_on_ci_the_short_summary_carries_the_estimate_and_bounds_whole(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -136,6 +138,7 @@ def test_on_ci_the_short_summary_carries_the_estimate_and_bounds_whole(
     result.stdout.re_match_lines([failed])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("columns", "wide"), [(100, False), (200, True)])
 def test_the_wide_table_only_where_it_fits_and_the_rates_say_what_they_compare(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: int, wide: bool
@@ -161,6 +164,7 @@ def test_the_wide_table_only_where_it_fits_and_the_rates_say_what_they_compare(
     assert burst.split()[4:7] == ["60.00", "60.00", "60.00"]
 
 
+@pytest.mark.slow
 def test_warnings_point_at_the_objective_line_and_the_test_line(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -189,6 +193,7 @@ def test_warnings_point_at_the_objective_line_and_the_test_line(
     assert "Traceback" not in failed.stdout.str() and "def enforce" not in failed.stdout.str()
 
 
+@pytest.mark.slow
 def test_a_failed_python_test_names_its_objective_and_ci_logs_show_the_evidence_once(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -204,6 +209,7 @@ def test_a_failed_python_test_names_its_objective_and_ci_logs_show_the_evidence_
     assert "LatencyObjectiveError" not in summary  # the objective, not the type, comes first
 
 
+@pytest.mark.slow
 def test_progress_lines_in_a_ci_log_and_none_under_q(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

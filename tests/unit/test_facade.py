@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 import pytest_latency
 
 EXPECTED = {
@@ -55,6 +57,7 @@ def test_version_matches_the_distribution():
     assert pytest_latency.__version__ == version("pytest-latency")
 
 
+@pytest.mark.slow
 def test_import_has_no_side_effects():
     # Importing must not start servers, threads or event loops, nor print anything.
     code = (

@@ -24,6 +24,7 @@ def _started_with_sigint_ignored(argv: list[str]) -> subprocess.Popen[str]:
     return child
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(catches_sigint(1) is None, reason="needs /proc/PID/status")
 def test_a_plain_child_inherits_ignored_sigint_and_ours_does_not() -> None:
     plain = _started_with_sigint_ignored([sys.executable, "-c", WAIT])

@@ -138,6 +138,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_a_url_server_refusing_the_key_never_sees_it_printed(
     pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -177,12 +178,14 @@ def test_a_url_server_refusing_the_key_never_sees_it_printed(
     assert errors == {"HTTP 401: Incorrect API key provided: ***"}
 
 
+@pytest.mark.slow
 def test_an_unset_key_variable_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--latency-api-key-env", "NO_SUCH_VARIABLE_SET")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--latency-api-key-env NO_SUCH_VARIABLE_SET*not set*"])
 
 
+@pytest.mark.slow
 def test_a_key_refused_at_the_preflight_is_an_error_that_hides_it(
     pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,6 +5,7 @@ package, tests share code only through tests/helpers, container tests are marked
 from __future__ import annotations
 
 import ast
+import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,11 @@ def test_the_suite_collects_under_importlib_mode() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "error" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
+
+
+def test_a_fast_test_cannot_start_a_child_process() -> None:
+    # tests/conftest.py refuses it, so that `pytest -m "not slow"` stays in-process
+    with pytest.raises(AssertionError, match=r"mark it @pytest\.mark\.slow"):
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    with pytest.raises(AssertionError, match=r"mark it @pytest\.mark\.slow"):
+        multiprocessing.get_context("spawn").Process(target=print).start()

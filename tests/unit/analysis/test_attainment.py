@@ -122,6 +122,7 @@ def test_yaml_form(tmp_path: Path) -> None:
 # --- verdicts against known truth ----------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "mean_run"), [(1000, 1.0), (2000, 5.0)], ids=["independent", "correlated"]
 )
@@ -150,6 +151,7 @@ def test_correlated_misses_would_false_fail_without_the_design_effect() -> None:
     assert naive_fails / 100 > 0.1  # the test above would catch this if the bound were naive
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "miss_rate", "mean_run", "expect", "power"),
     [
@@ -172,6 +174,7 @@ def test_clear_cases_are_decided(
 _DROPPED = (Status.CANCELLED, Status.CONNECTION_ERROR, Status.PROTOCOL_ERROR, Status.REJECTED)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     ttfts=st.lists(st.floats(0.01, 3.0), min_size=1, max_size=60),

@@ -71,6 +71,7 @@ def test_server_against_itself_never_fails_across_20_seeded_runs():
     assert verdicts.count(Verdict.PASS) >= len(verdicts) // 3  # and it often decides
 
 
+@pytest.mark.slow
 def test_correlation_in_send_order_is_paid_for_and_reported():
     baseline = simulated_records(SERVER, seed=1)
     result = decide_relative(RELATIVE[1], simulated_records(SERVER, seed=5), [baseline], 0.99)

@@ -61,6 +61,7 @@ def test_upper_bound_floor_is_scipys(q, confidence):
     assert upper_bound_min_n(q, confidence) == _truth_upper(q, confidence)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("max_rate", [0.001, 0.01, 0.02, 0.05, 0.1, 0.5])
 @pytest.mark.parametrize("confidence", [0.9, 0.99, 1 - 0.01 / 3])
 def test_error_rate_floor_is_scipys(max_rate, confidence):
@@ -97,6 +98,7 @@ def test_a_short_phase_is_named_with_its_counts_and_the_duration_that_would_deci
     assert (fine.planned, fine.decidable, fine.suggestion) == (200, True, "")
 
 
+@pytest.mark.slow
 def test_the_suggested_duration_plans_enough_requests_with_this_seed():
     # Poisson arrivals: the suggestion is checked on the plan the seed gives.
     for seed in range(20):

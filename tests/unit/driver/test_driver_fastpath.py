@@ -114,6 +114,7 @@ def drive_on_asyncio(plan: object, target: Target, client: httpx.AsyncClient | N
     return run
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["hot-path", "httpx"])
 def test_no_blocking_call_in_the_loop_during_a_drive(
     server: ScriptedServer, loop_holds: LoopHolds, path: str
@@ -138,6 +139,7 @@ def _busy_block() -> None:
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", [_sleep_block, _busy_block], ids=["sleep", "computation"])
 def test_the_blocking_call_check_catches_a_block(
     server: ScriptedServer,
@@ -160,6 +162,7 @@ def test_the_blocking_call_check_catches_a_block(
     assert all(hold_s >= 2 * HOLD_LIMIT_S * 0.95 for _, hold_s, _ in slow), slow
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_httpx_path_classifies_like_the_hot_path(server: ScriptedServer, case: str) -> None:
     script, status, error = CASES[case]

@@ -155,6 +155,7 @@ except RunInterrupted as exc:
 """
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_run_plan_raises_with_complete_records(server: ScriptedServer) -> None:
     # No request can end on its own before the interrupt (60 s to [DONE], 30 s deadline),
     # so every record is cancelled whatever the machine's load; a lost Ctrl-C shows as a

@@ -6,6 +6,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from pytest_latency.driver import Status, Target, run_plan
 from pytest_latency.driver.progress import Progress, ScheduleProgress, reporting
@@ -29,6 +30,7 @@ class Listener:
             self.final.set()
 
 
+@pytest.mark.slow
 def test_reports_count_sent_and_completed_without_moving_the_schedule(
     server: ScriptedServer,
 ) -> None:
@@ -53,6 +55,7 @@ def test_reports_count_sent_and_completed_without_moving_the_schedule(
     assert [r.sent for r in during] == sorted(r.sent for r in during)
 
 
+@pytest.mark.slow
 def test_a_failing_listener_is_dropped_and_the_run_goes_on(server: ScriptedServer) -> None:
     server.route("quick", Script(steps=(Step(0.002, chat_chunk("x")), Step(0.004, DONE))))
     calls: list[Progress] = []

@@ -86,6 +86,7 @@ def test_a_dead_worker_leaves_cancelled_records(server: ScriptedServer) -> None:
     assert all("died" in (record.error or "") for record in lost)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_workers_are_joined_keeps_their_records(
     server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -286,6 +286,7 @@ MATRIX = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "transport"), MATRIX)
 def test_hostile_server_matrix(name: str, transport: str) -> None:
     case = CASES[name]

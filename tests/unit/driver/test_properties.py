@@ -69,6 +69,7 @@ def test_sse_decoder_random_splits_give_the_same_events(
     assert decode_all(split(data, cuts)) == expected
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.lists(st.binary(max_size=300), max_size=10), st.integers(min_value=1, max_value=200))
 def test_sse_decoder_garbage_only_raises_stream_errors_and_stays_bounded(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from pytest_latency.driver import Status
 from pytest_latency.driver.ray_workers import _Actor, _merge
 from pytest_latency.driver.worker_clocks import ClockOffset
@@ -64,6 +66,7 @@ def test_an_interrupted_run_cancels_what_did_not_come_back_without_calling_it_lo
     assert [worker.lost for worker in result.workers] == [0, 0]
 
 
+@pytest.mark.slow
 def test_the_ray_driver_modules_import_ray_only_when_a_run_asks() -> None:
     code = (
         "import sys, pytest_latency.driver.ray_workers, pytest_latency.driver.ray_actor\n"

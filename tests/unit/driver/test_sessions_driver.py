@@ -37,6 +37,7 @@ def _by_session(records: list[RequestRecord]) -> dict[int, list[RequestRecord]]:
     return sessions
 
 
+@pytest.mark.slow
 def test_turns_carry_the_conversation_and_follow_the_answer_after_the_think_time() -> None:
     plan = build_plan(_workload(turns=(3, 3)))
     with SimServer(FAST) as server:
@@ -59,6 +60,7 @@ def test_turns_carry_the_conversation_and_follow_the_answer_after_the_think_time
         assert [record.cached_tokens for record in turns] == [0, 0, 16]
 
 
+@pytest.mark.slow
 def test_a_failed_turn_ends_its_session_with_cancelled_records_saying_so() -> None:
     plan = build_plan(_workload(turns=(4, 4)))  # prompts 10, 25, 40, 55 tokens; 5 output
     with SimServer(dataclasses.replace(FAST, max_model_len=40)) as server:

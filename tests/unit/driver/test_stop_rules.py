@@ -82,6 +82,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_stopped_phases_leave_one_cancelled_record_per_unsent_request(
     pytester: pytest.Pytester,
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.driver import Target
 from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result, search_timeline
@@ -23,6 +25,7 @@ from tests.helpers.json_schema import problems
 SIM = SimConfig(replicas=1, max_batch=32)
 
 
+@pytest.mark.slow
 def test_the_budget_holds_warm_ups_and_drains_included() -> None:
     spec = CapacitySpec(rates=(5.0, 400.0), probe_s=3.0, budget_s=9.0)
     template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)
@@ -69,6 +72,7 @@ def _check_reports(search: LiveSearch, found: CapacityResult) -> None:
     assert "**Capacity**" in markdown and "unreadable" not in markdown
 
 
+@pytest.mark.slow
 def test_a_decided_probe_stops_at_the_first_look() -> None:
     # 400/s against a server of ~45/s with an unbounded queue: it runs away, and the
     # probe fails before its end.

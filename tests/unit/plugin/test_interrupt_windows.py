@@ -15,6 +15,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk
 
 SPEC = """\
@@ -34,6 +36,7 @@ def _default_sigint() -> None:  # a suite started with `&` would hand SIGINT ign
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_waiting_for_spans_keeps_the_finished_run(
     server: ScriptedServer, tmp_path: Path
 ) -> None:

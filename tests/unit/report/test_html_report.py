@@ -229,6 +229,7 @@ objectives:
 """
 
 
+@pytest.mark.slow
 def test_plugin_writes_the_report_the_cli_renders_from_its_json(pytester):
     pytester.makefile(".slo.yaml", assistant=FAST_SPEC)
     result = pytester.runpytest(

@@ -107,6 +107,7 @@ def test_md_text_escapes_markup_and_joins_lines():
     assert md_text("x" * 500).endswith("…") and len(md_text("x" * 500)) == 300
 
 
+@pytest.mark.slow
 def test_over_1_mib_is_cut_between_runs_with_a_note(spike):
     runs = report_runs([spike]) * 1000  # about 1.9 MiB
     text = render_markdown(runs)
@@ -143,6 +144,7 @@ def test_report_command_renders_the_same_markdown_from_json(spike, tmp_path):
     assert main(["report", str(tmp_path / "run.json")]) == 2  # neither --html nor --markdown
 
 
+@pytest.mark.slow
 def test_plugin_writes_markdown_and_appends_the_step_summary(pytester, monkeypatch):
     summary = pytester.path / "step-summary.md"
     summary.write_text("earlier\n")
@@ -171,6 +173,7 @@ def test_plugin_writes_markdown_and_appends_the_step_summary(pytester, monkeypat
     result.stdout.fnmatch_lines(["latency Markdown: out/latency.md"])
 
 
+@pytest.mark.slow
 def test_no_latency_test_leaves_the_step_summary_alone(pytester, monkeypatch):
     summary = pytester.path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))

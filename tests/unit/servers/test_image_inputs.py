@@ -16,6 +16,7 @@ from pytest_latency.servers.image_inputs import Text, containers_dir, inputs_has
 ROOT = Path(__file__).resolve().parents[3]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="needs coreutils' sha256sum")
 def test_inputs_hash_is_the_shell_scripts(tmp_path):
     first, second = tmp_path / "Dockerfile", tmp_path / "write_model.py"

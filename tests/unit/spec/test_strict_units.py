@@ -140,6 +140,7 @@ def test_python_error_rate_needs_a_percent_or_max_fraction(kwargs, message):
     assert message in str(error.value)
 
 
+@pytest.mark.slow
 def test_command_line_durations_need_a_unit_too(pytester):
     result = pytester.runpytest("--latency-max-lag", "0.05")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

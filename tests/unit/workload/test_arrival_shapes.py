@@ -97,6 +97,7 @@ def _most_in_flight(records: list[RequestRecord]) -> int:
     return most
 
 
+@pytest.mark.slow
 def test_max_concurrency_caps_in_flight_and_reports_the_wait(pytester: pytest.Pytester) -> None:
     """20 requests at 10/s against 2 slots of ~0.3 s each: most must wait, in the latency."""
     (pytester.path / "capped.slo.yaml").write_text(CAPPED)
