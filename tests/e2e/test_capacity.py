@@ -75,6 +75,7 @@ GOALS = ['objective("attainment", ttft="500ms", min="90%")', 'objective("ttft", 
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.parametrize("goal", GOALS, ids=["attainment", "percentile"])
 def test_the_bracket_contains_the_true_flip_and_is_at_most_1_5x_wide(pytester, goal):
     truth = flip_rate()
@@ -95,6 +96,7 @@ def test_the_bracket_contains_the_true_flip_and_is_at_most_1_5x_wide(pytester, g
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_example_runs_on_the_embedded_server_within_its_budget(pytester):
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--latency-json", "latency.json")

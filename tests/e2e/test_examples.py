@@ -12,6 +12,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "student_assistant.
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_example_burst_grows_ttft_by_queueing_while_itl_barely_moves(pytester):
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--latency-json", "latency.json")

@@ -26,6 +26,7 @@ def _copy_examples(pytester: pytest.Pytester, *names: str) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_trace_replay_sends_at_the_trace_instants(pytester: pytest.Pytester) -> None:
     _copy_examples(pytester, "trace_replay.slo.yaml")
     result = pytester.runpytest("--latency-json", "latency.json")
@@ -56,6 +57,7 @@ def test_trace_replay_sends_at_the_trace_instants(pytester: pytest.Pytester) -> 
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_own_prompts_are_dealt_from_the_dataset(pytester: pytest.Pytester) -> None:
     _copy_examples(pytester, "own_prompts.slo.yaml")
     result = pytester.runpytest("--latency-json", "latency.json")
@@ -74,6 +76,7 @@ def test_own_prompts_are_dealt_from_the_dataset(pytester: pytest.Pytester) -> No
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_tokenizer_sizes_prompts_in_true_tokens(pytester: pytest.Pytester) -> None:
     from tests.helpers.tiny_tokenizer import write_tiny_tokenizer
 

@@ -22,6 +22,7 @@ def _run(pytester, name):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_chat_example_turns_grow_and_carry_the_conversation(pytester):
     run = _run(pytester, "chat_sessions.slo.yaml")
     assert run["workload"]["sessions"] == {"turns": [2, 4], "think_time_s": 0.3}
@@ -48,6 +49,7 @@ def test_chat_example_turns_grow_and_carry_the_conversation(pytester):
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_rag_example_cache_hits_are_a_cohort_of_their_own(pytester):
     run = _run(pytester, "test_rag_prefix.py")
     assert run["workload"]["prefix"] == {"groups": 4, "tokens": 1024, "share": 1.0}

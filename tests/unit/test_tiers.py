@@ -100,3 +100,20 @@ def test_a_fast_test_cannot_start_a_child_process() -> None:
         subprocess.run([sys.executable, "-c", "pass"], check=True)
     with pytest.raises(AssertionError, match=r"mark it @pytest\.mark\.slow"):
         multiprocessing.get_context("spawn").Process(target=print).start()
+
+
+def _marks(decorators: list[ast.expr]) -> set[str]:
+    return {ast.unparse(node) for node in decorators}
+
+
+def test_serial_tests_are_also_slow() -> None:
+    # `serial` says when CI runs a slow test (alone, after the parallel part), not whether
+    unmarked = [
+        f"{path.relative_to(ROOT)}::{node.name}"
+        for path in sorted(TESTS.rglob("test_*.py"))
+        for node in ast.parse(path.read_text()).body
+        if isinstance(node, ast.FunctionDef)
+        and "pytest.mark.serial" in _marks(node.decorator_list)
+        and "pytest.mark.slow" not in _marks(node.decorator_list)
+    ]
+    assert unmarked == []

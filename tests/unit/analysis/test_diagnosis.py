@@ -399,6 +399,7 @@ def test_formats_and_order() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_hundred_thousand_records_in_well_under_a_second() -> None:
     rng = np.random.default_rng(11)
     starts = np.sort(rng.uniform(0, 1000, 100_000))

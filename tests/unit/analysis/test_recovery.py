@@ -139,6 +139,7 @@ def virtual_truth(workload: Workload, config: SimConfig) -> list[RequestRecord]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_recovery_on_the_live_sim_matches_the_virtual_time_truth(pytester: pytest.Pytester) -> None:
     """35 s of load: the client's recovery is the engine's own within 1 s."""
     (truth,), problem = recoveries(virtual_truth(WORKLOAD, SIM), "burst", WORKLOAD)

@@ -31,6 +31,7 @@ class Listener:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_reports_count_sent_and_completed_without_moving_the_schedule(
     server: ScriptedServer,
 ) -> None:

@@ -287,6 +287,7 @@ MATRIX = [
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.parametrize(("name", "transport"), MATRIX)
 def test_hostile_server_matrix(name: str, transport: str) -> None:
     case = CASES[name]

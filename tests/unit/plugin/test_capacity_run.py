@@ -26,6 +26,7 @@ SIM = SimConfig(replicas=1, max_batch=32)
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_the_budget_holds_warm_ups_and_drains_included() -> None:
     spec = CapacitySpec(rates=(5.0, 400.0), probe_s=3.0, budget_s=9.0)
     template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)
@@ -73,6 +74,7 @@ def _check_reports(search: LiveSearch, found: CapacityResult) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_decided_probe_stops_at_the_first_look() -> None:
     # 400/s against a server of ~45/s with an unbounded queue: it runs away, and the
     # probe fails before its end.
