@@ -161,7 +161,6 @@ def soak(duration_s: float) -> Soak:
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux /proc")
 def test_a_minute_of_steady_load_keeps_memory_per_request_and_descriptors_flat() -> None:
     run = soak(DURATION_S)
@@ -175,7 +174,6 @@ def test_a_minute_of_steady_load_keeps_memory_per_request_and_descriptors_flat()
 
 
 @pytest.mark.slow
-@pytest.mark.serial
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads Linux /proc")
 def test_the_soak_catches_memory_and_descriptors_kept_per_request(
     monkeypatch: pytest.MonkeyPatch,
