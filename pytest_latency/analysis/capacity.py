@@ -27,13 +27,10 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
 from scipy.stats import norm
 
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
-from pytest_latency.spec.phase import MIN_SATURATION_GROWTH
 
 MONOTONICITY = (
     "every objective that passes at an offered rate passes at every lower rate"
@@ -47,6 +44,45 @@ RETRIES = 2  # probes at one undecided rate at most (each its own arrivals and a
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeEvidence:
+    """What one probe verdict rests on: the estimate, its bounds, n and effective n.
+
+    ``decided_as`` is the hypothesis tested (a percentile as a proportion); ``pooled``
+    how many probes at this rate the verdict's requests came from (this one included).
+    For the queue check the estimate is the growth of in flight (req/s) and the bounds
+    are the least growth that counts as runaway and ``inf``.
+    """
+
+    objective: str
+    decided_as: str
+    verdict: str
+    estimate: float
+    lower: float
+    upper: float
+    n: int
+    n_effective: float | None  # None for the queue check
+    unit: str  # fraction, seconds, or rps (the queue's growth)
+    pooled: int = 1
+
+    def to_json(self) -> dict[str, object]:
+        def finite(value: float) -> float | None:
+            return value if math.isfinite(value) else None
+
+        return {
+            "objective": self.objective,
+            "decided_as": self.decided_as,
+            "verdict": self.verdict,
+            "estimate": finite(self.estimate),
+            "lower": finite(self.lower),
+            "upper": finite(self.upper),
+            "n": self.n,
+            "n_effective": None if self.n_effective is None else finite(self.n_effective),
+            "unit": self.unit,
+            "pooled": self.pooled,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeResult:
     """One probe: the offered rate, what was offered, each objective's verdict."""
 
@@ -56,6 +92,7 @@ class ProbeResult:
     stopped_early: bool
     cost_s: float  # time spent, warm-up and drain included
     drain: str | None = None  # how a live probe's drain ended
+    evidence: tuple[ProbeEvidence, ...] = ()  # what each verdict rests on
 
     @property
     def outcome(self) -> str:
@@ -74,6 +111,7 @@ class ProbeResult:
             "outcome": self.outcome,
             "cost_s": self.cost_s,
             "drain": self.drain,
+            "objectives": [item.to_json() for item in self.evidence],
         }
 
 
@@ -125,73 +163,6 @@ class CapacityResult:
         }
 
 
-SATURATION_SHARE = 0.1  # in flight growing at 10% of the offered rate: the queue runs away
-SATURATION_LABEL = "not over-saturated"
-SATURATION_Z = 6.0  # see saturated()
-
-
-def saturated(
-    records: Sequence[RequestRecord],
-    rate: float,
-    since_s: float | None = None,
-    z: float = SATURATION_Z,
-) -> bool:
-    """The queue grew without bound during the probe (so every latency limit fails in time).
-
-    In flight at each send (sent, not yet ended; never-ended counts as in flight) is
-    fitted against time by least squares: saturated when it grows at least
-    ``SATURATION_SHARE`` of the offered rate, and over the window by at least
-    ``MIN_SATURATION_GROWTH`` requests and ``z`` times the square root of the mean in
-    flight (a steady queue's wander): at z = 6 a steady queue near capacity is not called
-    saturated (0 of 100 seeded sim probes at 90% of the capacity, tests).
-    A finite probe of a runaway queue can hold too little independent evidence for a
-    percentile bound (one long transient); this is the direct evidence that it ran away.
-    ``since_s``: fit only sends from then on (in flight still counts every record), so
-    that the climb to the steady state during a warm-up is not taken for growth.
-    """
-    sent = sorted((r.sent_s, r.end_s) for r in records if r.sent_s is not None)
-    if len(sent) < 3:
-        return False
-    starts = np.array([start for start, _ in sent])
-    ends = np.sort(np.array([math.inf if end is None else end for _, end in sent]))
-    in_flight = np.arange(1, starts.size + 1) - np.searchsorted(ends, starts, side="right")
-    if since_s is not None:
-        keep = starts >= since_s
-        starts, in_flight = starts[keep], in_flight[keep]
-        if starts.size < 3:
-            return False
-    span = float(starts[-1] - starts[0])
-    if span <= 0:
-        return False
-    slope = float(np.polyfit(starts, in_flight, 1)[0])
-    least = max(MIN_SATURATION_GROWTH, z * math.sqrt(max(float(in_flight.mean()), 1.0)))
-    return slope >= SATURATION_SHARE * rate and slope * span >= least
-
-
-def as_proportion(goal: Objective) -> Objective:
-    """``metric pP <= L`` as the same hypothesis on a proportion: the share of requests
-    with ``metric <= L`` is at least P% (an attainment objective); other objectives as
-    they are.
-
-    The two say the same; their bounds differ in the correlation they pay for. A
-    percentile bound pays for the latencies' own correlation, which near capacity is
-    strong (a queue moves every TTFT together) even when all of them lie far under the
-    limit; the proportion pays for the correlation of being under the limit, which is
-    what the verdict is about (docs/capacity.md).
-    """
-    if (
-        goal.metric in ("ttft", "tpot", "itl", "e2e")
-        and goal.p is not None
-        and goal.max_s is not None
-        and goal.input_tokens is None
-        and goal.output_tokens is None
-    ):
-        return Objective(
-            metric="attainment", thresholds=((goal.metric, goal.max_s),), min_value=goal.p / 100
-        )
-    return goal
-
-
 def look_confidences(alpha: float, looks: Sequence[float]) -> list[float]:
     """Per-look confidence spending ``alpha`` by O'Brien-Fleming (Lan-DeMets) over ``looks``."""
     z = float(norm.isf(alpha / 2.0))
@@ -214,14 +185,19 @@ def search_capacity(
     confidence: float = 0.99,
     target_ratio: float = TARGET_RATIO,
     looks: Sequence[float] = DEFAULT_LOOKS,
+    shortest_probe_s: float | None = None,
 ) -> CapacityResult:
     """Bracket the capacity in ``rates`` (low, high req/s) within ``budget_s``.
 
-    ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain), used to
-    plan the probes and to never start one the budget cannot finish.
+    ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain): the search
+    never starts a probe the budget cannot finish. ``shortest_probe_s`` (default
+    ``probe_cost_s``) is the least time a probe that decides anything takes (its
+    warm-up and first look): the budget fits at most ``budget_s // shortest_probe_s``
+    of them, and each gets that share of alpha, so probes that fail early leave time
+    for more probes without breaking the error bound.
     """
     low, high = rates
-    max_probes = max(1, int(budget_s // probe_cost_s))
+    max_probes = max(1, int(budget_s // (shortest_probe_s or probe_cost_s)))
     confidences = look_confidences((1.0 - confidence) / max_probes, looks)
     result = CapacityResult(None, None, [], budget_s, 0.0, "")
     rate = _next_rate(result, low, high, target_ratio)
