@@ -49,8 +49,8 @@ class ProbeEvidence:
 
     ``decided_as`` is the hypothesis tested (a percentile as a proportion); ``pooled``
     how many probes at this rate the verdict's requests came from (this one included).
-    For the queue check the estimate is the growth of in flight (req/s) and the bounds
-    are the least growth that counts as runaway and ``inf``.
+    For the queue check the estimate is the growth of in flight (req/s), without
+    bounds, and the limit the least growth that counts as runaway.
     """
 
     objective: str
@@ -63,6 +63,18 @@ class ProbeEvidence:
     n_effective: float | None  # None for the queue check
     unit: str  # fraction, seconds, or rps (the queue's growth)
     pooled: int = 1
+    limit: float | None = None  # the hypothesis' limit, in unit
+    at_least: bool = True  # the estimate passes at or over the limit (else at or under)
+
+    @property
+    def lean(self) -> float:
+        """How far the estimate lies on the passing side of the limit, in half-widths of
+        its interval (negative on the failing side; 0 without a finite interval or limit)."""
+        half = (self.upper - self.lower) / 2.0
+        if self.limit is None or not math.isfinite(half) or half <= 0:
+            return 0.0
+        distance = self.estimate - self.limit if self.at_least else self.limit - self.estimate
+        return distance / half if math.isfinite(distance) else 0.0
 
     def to_json(self) -> dict[str, object]:
         def finite(value: float) -> float | None:
@@ -79,6 +91,7 @@ class ProbeEvidence:
             "n_effective": None if self.n_effective is None else finite(self.n_effective),
             "unit": self.unit,
             "pooled": self.pooled,
+            "limit": None if self.limit is None else finite(self.limit),
         }
 
 
@@ -93,6 +106,13 @@ class ProbeResult:
     cost_s: float  # time spent, warm-up and drain included
     drain: str | None = None  # how a live probe's drain ended
     evidence: tuple[ProbeEvidence, ...] = ()  # what each verdict rests on
+
+    @property
+    def lean(self) -> float:
+        """The weakest objective's :attr:`ProbeEvidence.lean` (the queue check aside):
+        how far this probe is from deciding, and which way it tends."""
+        leans = [item.lean for item in self.evidence if item.unit != "rps"]
+        return min(leans) if leans else 0.0
 
     @property
     def outcome(self) -> str:
@@ -290,10 +310,20 @@ def _next_rate(
     elif failed is None and high not in tried:
         candidate = high  # the bracket reached the top: does the highest rate pass?
     elif band:  # the band is hemmed in: a fresh sample at its ends may decide
-        ends = (band[0], band[-1])
-        again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
-        return again[0] if again else None
+        return _end_to_repeat(result, band)
     return None if candidate is None or candidate in tried else candidate
+
+
+def _end_to_repeat(result: CapacityResult, band: Sequence[float]) -> float | None:
+    """The end of the band to probe again (pooled with what was offered there before):
+    the one whose evidence lies furthest from its limit, so most likely to decide
+    either way; either decision narrows the bracket. None when both had their retries."""
+    ends = sorted({band[0], band[-1]})
+    again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
+    if not again:
+        return None
+    latest = {p.rate: p for p in result.probes}  # a repeat's evidence pools the earlier
+    return max(again, key=lambda rate: abs(latest[rate].lean))
 
 
 def _why_done(result: CapacityResult, low: float, high: float, target_ratio: float) -> str:

@@ -85,8 +85,8 @@ def queue_evidence(
     records: Sequence[RequestRecord], rate: float, warmup_s: float, z: float
 ) -> ProbeEvidence | None:
     """The queue check as evidence: the growth of in flight (req/s) fitted from
-    ``warmup_s`` on, and the least growth that counts as runaway (``fail`` at or over
-    it); None with too few sends."""
+    ``warmup_s`` on (no bounds), and as its limit the least growth that counts as
+    runaway (``fail`` at or over it); None with too few sends."""
     growth = queue_growth(records, since_s=warmup_s)
     if growth is None:
         return None
@@ -96,11 +96,13 @@ def queue_evidence(
         decided_as=f"in flight grows under {least:.3g}/s",
         verdict="fail" if growth[0] >= least else "pass",
         estimate=growth[0],
-        lower=least,
+        lower=-math.inf,
         upper=math.inf,
         n=sum(r.sent_s is not None and r.sent_s >= warmup_s for r in records),
         n_effective=None,
         unit="rps",
+        limit=least,
+        at_least=False,
     )
 
 
@@ -164,6 +166,8 @@ def _evidence(
     goal: Objective, tested: Objective, result: ObjectiveResult, pooled: int
 ) -> ProbeEvidence:
     proportion = tested.metric in ("attainment", "error_rate")
+    at_least = tested.metric == "attainment"
+    limit = tested.min_value if at_least else tested.max_s
     return ProbeEvidence(
         objective=goal.label,
         decided_as=tested.label,
@@ -175,6 +179,8 @@ def _evidence(
         n_effective=result.effective_n,
         unit="fraction" if proportion else "seconds",
         pooled=pooled,
+        limit=None if tested.relative else limit,
+        at_least=at_least,
     )
 
 

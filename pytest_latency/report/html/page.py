@@ -18,11 +18,11 @@ from importlib.resources import files
 
 from pytest_latency.report.html import svg
 from pytest_latency.report.html.breakdown import attribution_chart
+from pytest_latency.report.html.capacity import capacity_section
 from pytest_latency.report.html.cdf import cohort_charts, phase_charts, relative_charts
 from pytest_latency.report.html.model import Cards, ReportRun
 from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import (
-    capacity_section,
     cohorts_table,
     diagnosis_list,
     failures_table,

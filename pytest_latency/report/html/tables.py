@@ -240,35 +240,3 @@ def diagnosis_list(findings: object) -> str:
     if not items:
         return '<p class="note">No rule found a bottleneck with enough evidence.</p>'
     return f'<ol class="diagnosis">{"".join(items)}</ol>'
-
-
-def capacity_section(search: object) -> str:
-    """A capacity search's bracket and probes (empty for other runs)."""
-    if not isinstance(search, Mapping):
-        return ""
-    rows = [
-        [
-            esc(f"{number(probe.get('rate')) or 0:.3g}/s"),
-            esc(probe.get("offered", "-")),
-            esc(probe.get("outcome", "-")),
-            "yes" if probe.get("stopped_early") else "no",
-            esc(
-                "; ".join(
-                    f"{label}: {verdict}"
-                    for label, verdict in (probe.get("verdicts") or {}).items()
-                )
-            ),
-        ]
-        for probe in search.get("probes") or []
-        if isinstance(probe, Mapping)
-    ]
-    passed, failed = number(search.get("passed_rps")), number(search.get("failed_rps"))
-    bracket = (
-        f"passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
-        f" {'-' if failed is None else f'{failed:.3g}/s'}; {search.get('stopped', '')}"
-    )
-    head = ("rate", "offered", "outcome", "stopped early", "verdicts")
-    return (
-        f"<h3>Capacity</h3><p>{esc(bracket)}</p>{table(head, rows)}"
-        f'<p class="note">{esc(search.get("assumption", ""))}</p>'
-    )
