@@ -34,7 +34,7 @@ def evidence_value(value: object, unit: object) -> str:
     if unit == "fraction":
         return f"{value:.1%}"
     if unit == "rps":
-        return f"{value:.3g}/s"
+        return f"{value:.2f}/s"
     return f"{value * 1e3:.0f}ms"
 
 
