@@ -298,11 +298,15 @@ def _next_rate(
     wide = target_ratio * (1.0 + 1e-9)  # float slack: a step of exactly the ratio is done
     candidate: float | None = None
     # Around undecided rates, step by the target ratio rather than bisect to the range's
-    # ends: a probe that decides nothing is evidence the capacity is near it.
-    if band and band[0] / lower > wide:
-        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
-    elif band and upper / band[-1] > wide:
+    # ends: a probe that decides nothing is evidence the capacity is near it. Step first
+    # to the side the band's evidence leans to (over a band that leans to fail), where a
+    # probe is the more likely to decide.
+    under = bool(band) and band[0] / lower > wide
+    over = bool(band) and upper / band[-1] > wide
+    if over and (not under or _latest(result, band[-1]).lean < 0):
         candidate = min(_bisect(band[-1], upper), band[-1] * target_ratio)
+    elif under:
+        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
     elif not band and upper / lower > wide:
         candidate = _bisect(lower, upper)
     elif passed is None and low not in tried:
@@ -322,8 +326,12 @@ def _end_to_repeat(result: CapacityResult, band: Sequence[float]) -> float | Non
     again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
     if not again:
         return None
-    latest = {p.rate: p for p in result.probes}  # a repeat's evidence pools the earlier
-    return max(again, key=lambda rate: abs(latest[rate].lean))
+    return max(again, key=lambda rate: abs(_latest(result, rate).lean))
+
+
+def _latest(result: CapacityResult, rate: float) -> ProbeResult:
+    """The last probe at ``rate`` (a repeat's evidence pools the earlier ones)."""
+    return next(p for p in reversed(result.probes) if p.rate == rate)
 
 
 def _why_done(result: CapacityResult, low: float, high: float, target_ratio: float) -> str:
