@@ -112,15 +112,14 @@ def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
 
 
 # A server of known capacity: 4 slots, 0.1 s prefill, 20 tokens at 25 ms, so 0.6 s a
-# request and 6.67 req/s at most; TTFT p90 <= 3 s flips near that (6.7 req/s in the
-# search's 60 s probes). A capacity search as a user would run it: 60 s probes, 6 minutes.
+# request and 6.67 req/s at most. A capacity search as a user would run it: 60 s probes,
+# a 6-minute budget (docs/capacity.md, "How narrow a bracket: measured").
 SLOTS = SlotServer(slots=4, prefill_s=0.1, decode_s=0.025, output_tokens=20)
-SLOT_GOALS = (objective("ttft", p=90, max="3s"),)
 SLOT_WARM_S, SLOT_PROBE_S, SLOT_BUDGET_S = 6.0, 60.0, 360.0
 REPLICATES = 20
 
 
-def slot_flip_rate(limit_s: float = 3.0, seeds: int = 20) -> float:
+def slot_flip_rate(limit_s: float, seeds: int = 20) -> float:
     """Where the mean share of probe requests with TTFT <= ``limit_s`` crosses 90%, in
     probes as the search runs them (6 s warm-up, then 60 s, from an empty queue), to 1%."""
 
@@ -139,9 +138,10 @@ def slot_flip_rate(limit_s: float = 3.0, seeds: int = 20) -> float:
     return math.sqrt(low * high)
 
 
-def slot_search(seed: int) -> CapacityResult:
+def slot_search(limit_s: float, seed: int) -> CapacityResult:
+    goals = [objective("ttft", p=90, max=f"{limit_s:g}s")]
     probes = VirtualProbes(
-        SLOTS.records, SLOT_GOALS, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=seed,
+        SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=seed,
         drain_s=0.1 * SLOT_PROBE_S,
     )  # fmt: skip
     return search_capacity(
@@ -154,34 +154,41 @@ def slot_search(seed: int) -> CapacityResult:
 
 
 @pytest.mark.slow
-def test_a_six_minute_search_brackets_a_slot_server_within_1_5x() -> None:
-    """Over seeded replicates the bracket is at most 1.5x wide in >= 85% of searches
-    (measured 39 of 40; 35 of 40 before repeats pooled and early fails paid for more
-    probes), always within the budget, and it holds the flip in most of them.
-
-    Coverage is limited by the probe verdicts, not the search: at the flip a 60 s
-    probe's share of TTFTs within 3 s varies from probe to probe (sd 0.20 at
-    6.67 req/s) while the attainment bound counts a probe whose queue never built as
-    independent requests, so some probes just over the flip PASS (docs/capacity.md).
-    """
-    truth = slot_flip_rate()
-    assert 6.0 < truth < 7.5  # near the 6.67 req/s the slots can serve
-    widths, held = [], 0
+@pytest.mark.parametrize(
+    ("limit_s", "within", "held"),
+    [
+        # The flip (6.7 req/s) near the capacity: measured 40 of 40 within 1.5x (35 of
+        # 40 before repeats pooled, early fails paid for more probes and steps leaned);
+        # 29 of 40 held the flip, every miss a pass 1% over it (a verdict's false pass).
+        (3.0, 0.85, 0.6),
+        # The flip (5.7 req/s) at 85% of the capacity, where a 60 s probe holds ~8
+        # independent requests' worth: measured 15 of 24 within 1.5x (7 of 24 before),
+        # 24 of 24 held the flip. The limit is the probes' information, not the search.
+        (1.0, 0.4, 0.9),
+    ],
+    ids=["ttft-3s", "ttft-1s"],
+)
+def test_a_six_minute_search_brackets_a_slot_server(
+    limit_s: float, within: float, held: float
+) -> None:
+    """Over seeded replicates: the share of brackets at most 1.5x wide, always within
+    the budget, and the share that hold the flip."""
+    truth = slot_flip_rate(limit_s)
+    assert 0.8 * SLOTS.throughput_rps < truth < 1.1 * SLOTS.throughput_rps
+    widths, holds = [], 0
     for replicate in range(REPLICATES):
-        result = slot_search(seed=1000 * replicate)
+        result = slot_search(limit_s, seed=1000 * replicate)
         assert result.spent_s <= SLOT_BUDGET_S
         passed, failed = result.passed_rps, result.failed_rps
         widths.append(math.inf if passed is None or failed is None else failed / passed)
-        held += passed is not None and failed is not None and passed <= truth <= failed
-    within = sum(width <= 1.5 for width in widths)
-    assert within >= 0.85 * REPLICATES, sorted(widths)
-    assert held >= 0.6 * REPLICATES, (held, truth)
+        holds += passed is not None and failed is not None and passed <= truth <= failed
+    assert sum(width <= 1.5 for width in widths) >= within * REPLICATES, sorted(widths)
+    assert holds >= held * REPLICATES, (holds, truth)
 
 
 def test_a_repeat_at_one_rate_pools_the_earlier_probe() -> None:
-    probes = VirtualProbes(
-        SLOTS.records, SLOT_GOALS, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=3
-    )
+    goals = [objective("ttft", p=90, max="3s")]
+    probes = VirtualProbes(SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=3)
     confidences = look_confidences(0.002, DEFAULT_LOOKS)
     first = probes(4.0, DEFAULT_LOOKS, confidences)
     again = probes(4.0, DEFAULT_LOOKS, confidences)
@@ -199,9 +206,8 @@ def test_a_repeat_at_one_rate_pools_the_earlier_probe() -> None:
 
 
 def test_a_runaway_queue_fails_with_its_growth_as_evidence() -> None:
-    probes = VirtualProbes(
-        SLOTS.records, SLOT_GOALS, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=4
-    )
+    goals = [objective("ttft", p=90, max="3s")]
+    probes = VirtualProbes(SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=4)
     result = probes(20.0, DEFAULT_LOOKS, look_confidences(0.002, DEFAULT_LOOKS))
     assert result.outcome == "fail" and result.verdicts[SATURATION_LABEL] == "fail"
     assert result.stopped_early and result.cost_s < SLOT_WARM_S + 0.5 * SLOT_PROBE_S
