@@ -40,7 +40,8 @@ def evidence_value(value: object, unit: object) -> str:
 
 def evidence_text(item: Mapping[str, object]) -> str:
     """One probe verdict with what it rests on, from its JSON form (``probes[].objectives``):
-    ``label: verdict; as <hypothesis>: estimate [lower, upper], n, effective n``."""
+    ``label: verdict; as <hypothesis>: estimate [lower, upper], n, effective n`` (the
+    hypothesis when it differs from the label: a percentile decided as a proportion)."""
     unit = item.get("unit")
     head = f"{item.get('objective')}: {item.get('verdict')}"
     if unit == "rps":  # the queue check: growth of in flight against the runaway line
@@ -54,10 +55,9 @@ def evidence_text(item: Mapping[str, object]) -> str:
     effective = item.get("n_effective")
     shown = f"{effective:.0f}" if isinstance(effective, (int, float)) else "-"
     estimate = evidence_value(item.get("estimate"), unit)
-    text = (
-        f"{head}; as {item.get('decided_as')}: {estimate} {bounds},"
-        f" n {item.get('n')}, effective n {shown}"
-    )
+    tested = item.get("decided_as")
+    as_what = f" as {tested}:" if tested and tested != item.get("objective") else ""
+    text = f"{head};{as_what} {estimate} {bounds}, n {item.get('n')}, effective n {shown}"
     pooled = item.get("pooled")
     if isinstance(pooled, int) and pooled > 1:
         text += f" ({pooled} probes at this rate pooled)"

@@ -37,7 +37,9 @@ def test_the_terminal_shows_each_verdicts_estimate_bounds_and_effective_n(found)
     lines = capacity_lines(found, None, width=100)
     text = "\n".join(lines)
     assert all(len(line) <= 100 for line in lines), lines
-    assert "ttft p90 <= 2000ms: " in text and "as attainment(ttft<=2000ms) >= 90.0%: " in text
+    assert (
+        "ttft p90 <= 2000ms: " in text and "as attainment(ttft<=2000ms) >= 90.0%: 100.0% [" in text
+    )
     assert "effective n " in text and "%, " in text  # a share, with its bounds
     assert "queue kept up: " in text and "not over-saturated" not in text
     assert [p.outcome for p in found.probes] == ["pass", "fail", "pass"], found.to_json()
@@ -56,6 +58,8 @@ def test_the_evidence_text_reads_each_unit() -> None:
     )
     latency = {**share, "estimate": 0.25, "lower": 0.2, "upper": 0.3, "unit": "seconds"}
     assert "250ms [200ms, 300ms]" in evidence_text(latency)
+    same = {**share, "decided_as": "a"}  # decided as written: no "as ..."
+    assert evidence_text(same).startswith("a: pass; 95.0% [91.0%, -], n 300")
 
 
 def test_the_json_holds_each_probes_evidence_and_meets_the_schema(found) -> None:
