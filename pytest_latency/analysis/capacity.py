@@ -9,12 +9,15 @@ range is probed only when the bracket reaches it. Each probe is run by a caller-
 function (a live run with warm-up and drain, or the sim in virtual time) that looks at
 its data at pre-planned fractions of the probe and may stop early once decided.
 
-Error control: the search plans at most ``max_probes`` probes, each gets an equal share
-of ``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
+Error control: the search plans at most ``max_probes`` probes (as many as the budget
+fits of the shortest probe that decides anything), each gets an equal share of
+``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
 Lan-DeMets O'Brien-Fleming spending function, look k deciding at
 ``1 - (f(t_k) - f(t_{k-1}))``. The shares add up to at most alpha (a union bound), so the
 chance that any verdict of the whole search is false stays under alpha whatever the
-dependence between looks: a probe stops only on a verdict its look's share allows.
+dependence between looks: a probe stops only on a verdict its look's share allows. A
+repeat at one rate decides on every probe at that rate (the next look of one sequential
+experiment; :mod:`.capacity_probe`), which the union bound covers as it covers looks.
 
 Assumption (stated in the result): **monotonicity**, every objective that passes at a
 rate also passes at every lower rate. A probe that contradicts it (a pass above a fail)
