@@ -33,7 +33,9 @@ def found() -> CapacityResult:
     return CapacityResult(2.0, 12.0, ran, budget_s=200.0, spent_s=150.0, stopped="a test")
 
 
-def test_the_terminal_shows_each_verdicts_estimate_bounds_and_effective_n(found) -> None:
+def test_the_terminal_shows_each_verdicts_estimate_bounds_and_effective_n(
+    found: CapacityResult,
+) -> None:
     lines = capacity_lines(found, None, width=100)
     text = "\n".join(lines)
     assert all(len(line) <= 100 for line in lines), lines
@@ -62,7 +64,7 @@ def test_the_evidence_text_reads_each_unit() -> None:
     assert evidence_text(same).startswith("a: pass; 95.0% [91.0%, -], n 300")
 
 
-def test_the_json_holds_each_probes_evidence_and_meets_the_schema(found) -> None:
+def test_the_json_holds_each_probes_evidence_and_meets_the_schema(found: CapacityResult) -> None:
     document = json.loads(json.dumps(found.to_json(), allow_nan=False))
     schema = json.loads(SCHEMA_PATH.read_text())
     probe_schema = {"$defs": schema["$defs"], "$ref": "#/$defs/capacityProbe"}
@@ -77,7 +79,7 @@ def test_the_json_holds_each_probes_evidence_and_meets_the_schema(found) -> None
         assert probe["objectives"][-1]["objective"] == "queue kept up"
 
 
-def test_the_html_report_has_a_capacity_table_with_the_evidence(found) -> None:
+def test_the_html_report_has_a_capacity_table_with_the_evidence(found: CapacityResult) -> None:
     search = found.to_json()
     search["probes"][0]["objectives"][0]["objective"] = "<b>x</b>"  # escaped, not markup
     page = capacity_section(search)
