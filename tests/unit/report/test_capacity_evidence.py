@@ -80,7 +80,7 @@ def test_the_json_holds_each_probes_evidence_and_meets_the_schema(found: Capacit
 
 
 def test_the_html_report_has_a_capacity_table_with_the_evidence(found: CapacityResult) -> None:
-    search = found.to_json()
+    search: dict[str, Any] = json.loads(json.dumps(found.to_json()))
     search["probes"][0]["objectives"][0]["objective"] = "<b>x</b>"  # escaped, not markup
     page = capacity_section(search)
     assert "<h3>Capacity</h3>" in page and "What each probe verdict rests on" in page
