@@ -25,9 +25,15 @@ from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.errors import REPORTED_AS_TEXT as REPORTED_AS_TEXT
 from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
 from pytest_latency.errors import LatencyInconclusiveWarning as LatencyInconclusiveWarning
+from pytest_latency.errors import LatencyInfrastructureError as LatencyInfrastructureError
 from pytest_latency.errors import LatencyObjectiveError as LatencyObjectiveError
 from pytest_latency.errors import LatencyRunInvalid as LatencyRunInvalid
-from pytest_latency.report.failure import failure_message, invalid_message, skip_reason
+from pytest_latency.report.failure import (
+    failure_message,
+    infrastructure_message,
+    invalid_message,
+    skip_reason,
+)
 from pytest_latency.report.wrapping import default_width, wrap_after
 from pytest_latency.spec.model import Objective
 
@@ -80,11 +86,26 @@ def enforce(
         _warn(LatencyInconclusiveWarning, text, where(result.objective), width)
 
 
-def check_valid(run: LatencyResult, width: int | None = None) -> None:
-    """Raise LatencyRunInvalid, with the reasons, when the generator fell behind."""
+def check_valid(
+    run: LatencyResult, width: int | None = None, objectives: Sequence[Objective] = ()
+) -> None:
+    """Raise LatencyInfrastructureError, with the evidence, when the run measured no
+    server (it went away, exited, or one error failed most requests); LatencyRunInvalid,
+    with the reasons, when the generator fell behind.
+
+    ``objectives``, when the run has decided none yet, are decided first (each invalid,
+    with the reason) so that the reports name them: a spec file checks before it judges.
+    """
     __tracebackhide__ = True
-    if run.health is not None and not run.health.valid:
-        raise LatencyRunInvalid(invalid_message(run, run.health.reasons, width or default_width()))
+    width = width or default_width()
+    infrastructure = run.infrastructure()
+    behind = run.health is not None and not run.health.valid
+    if (infrastructure is not None or behind) and objectives and not run.objective_results:
+        run.evaluate(objectives)
+    if infrastructure is not None:
+        raise LatencyInfrastructureError(infrastructure_message(run, infrastructure, width))
+    if run.health is not None and behind:
+        raise LatencyRunInvalid(invalid_message(run, run.health.reasons, width))
 
 
 def terminal_width(config: pytest.Config) -> int:
