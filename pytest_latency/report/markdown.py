@@ -184,14 +184,35 @@ def capacity_lines(run: ReportRun) -> list[str]:
     return [bracket, "", *table(("rate", "offered", "outcome", "stopped early"), rows), ""]
 
 
-def run_section(run: ReportRun) -> str:
-    verdicts = [str(row.get("verdict")) for row in objective_rows(run)]
-    # The worst verdict names the run: one failed objective fails the test.
-    worst = [v for v in ("fail", "invalid", "inconclusive", "pass") if v in verdicts]
-    mark = worst[0].upper() if worst else "NO OBJECTIVE"
-    parts = [
-        f"### {mark}: {md_text(run.test, limit=1000)}",
+def run_mark(run: ReportRun) -> str:
+    """What names the run: INVALID when it decides nothing (whatever its verdicts say),
+    else its worst verdict (one failed objective fails the test), else its outcome."""
+    if run.invalid_reasons():
+        return "INVALID"
+    verdicts = {str(row.get("verdict")) for row in objective_rows(run)}
+    for verdict in ("fail", "invalid", "inconclusive", "pass"):
+        if verdict in verdicts:
+            return verdict.upper()
+    outcome = run.section("outcome")
+    return "ERROR" if outcome in ("error", "interrupted") else "NO OBJECTIVE"
+
+
+def invalid_lines(run: ReportRun) -> list[str]:
+    """Why an invalid run decides nothing, before its verdicts (none when valid)."""
+    reasons = run.invalid_reasons()
+    if not reasons:
+        return []
+    return [
+        "**Invalid run: nothing was decided.** " + md_text("; ".join(reasons), limit=1000),
         "",
+    ]
+
+
+def run_section(run: ReportRun) -> str:
+    parts = [
+        f"### {run_mark(run)}: {md_text(run.test, limit=1000)}",
+        "",
+        *invalid_lines(run),
         *verdict_lines(run),
         "",
         *capacity_lines(run),
@@ -210,13 +231,21 @@ def run_section(run: ReportRun) -> str:
 
 
 def headline(runs: Sequence[ReportRun]) -> str:
+    """How many runs, each counted by its mark (INVALID first), then the objectives."""
+    marks: dict[str, int] = {}
     counts: dict[str, int] = {}
     for run in runs:
+        mark = run_mark(run)
+        marks[mark] = marks.get(mark, 0) + 1
         for row in objective_rows(run):
             verdict = str(row.get("verdict"))
             counts[verdict] = counts.get(verdict, 0) + 1
+    order = ("INVALID", "ERROR", "FAIL", "INCONCLUSIVE", "NO OBJECTIVE", "PASS")
+    shown = ", ".join(f"{marks[mark]} {mark}" for mark in order if mark in marks)
     tally = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
-    return f"## Latency objectives\n\n{len(runs)} run(s); objectives: {tally or 'none'}\n\n"
+    return (
+        f"## Latency objectives\n\n{len(runs)} run(s): {shown}; objectives: {tally or 'none'}\n\n"
+    )
 
 
 def fit(head: str, sections: Sequence[str], limit: int) -> str:
