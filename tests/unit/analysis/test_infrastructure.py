@@ -7,6 +7,8 @@ that are the server's answer under load (a latency matter the objectives judge).
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from pytest_latency.analysis.infrastructure import (
@@ -33,11 +35,15 @@ OBJECTIVES = (
 
 
 def answered(index: int, phase: str = "steady", rate: float = 10.0) -> RequestRecord:
-    """Request ``index``, sent at ``index / rate`` seconds and answered in 200 ms."""
+    """Request ``index``, sent at ``index / rate`` seconds, its first token after 50 ms and
+    its 15 gaps after about 10 ms each (seeded by the index: independent requests)."""
     intended = index / rate
+    draw = random.Random(index)
+    ttft = 0.05 * draw.lognormvariate(0.0, 0.3)
+    gaps = [0.01 * draw.lognormvariate(0.0, 0.2) for _ in range(15)]
     return RequestRecord(
         id=index, phase=phase, intended_s=intended, input_tokens=100, sent_s=intended,
-        first_token_s=intended + 0.05, end_s=intended + 0.2, itl_s=[0.01] * 15,
+        first_token_s=intended + ttft, end_s=intended + ttft + sum(gaps), itl_s=gaps,
         status=Status.OK, http_status=200, output_tokens=16, trace_id=f"{index:032x}",
     )  # fmt: skip
 
