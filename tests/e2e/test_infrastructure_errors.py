@@ -115,7 +115,7 @@ def test_a_python_test_whose_server_is_killed_mid_run_fails_with_the_headline(
     pytester.makepyfile(
         textwrap.dedent(
             f"""
-            import pytest
+
             from pytest_latency import LatencyInfrastructureError, Phase, ServerSpec, objective
 
             def test_dying(latency):

@@ -7,8 +7,6 @@ that are the server's answer under load (a latency matter the objectives judge).
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from pytest_latency.analysis.infrastructure import (
@@ -23,47 +21,14 @@ from pytest_latency.errors import LatencyInfrastructureError, LatencyRunInvalid
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import make_result
+from tests.helpers.infrastructure_runs import CUT, REFUSED, answered, failed, server_dies_at
 
-REFUSED = "ConnectError: [Errno 111] Connect call failed ('127.0.0.1', 8000)"
-CUT = "stream ended without [DONE]"
 STEADY = (Phase("steady", rate=10, duration_s=15),)
 OBJECTIVES = (
     objective("error_rate", max="5%"),
     objective("ttft", p=95, max="2s"),
     objective("e2e", p=90, max="5s"),
 )
-
-
-def answered(index: int, phase: str = "steady", rate: float = 10.0) -> RequestRecord:
-    """Request ``index``, sent at ``index / rate`` seconds, its first token after 50 ms and
-    its 15 gaps after about 10 ms each (seeded by the index: independent requests)."""
-    intended = index / rate
-    draw = random.Random(index)
-    ttft = 0.05 * draw.lognormvariate(0.0, 0.3)
-    gaps = [0.01 * draw.lognormvariate(0.0, 0.2) for _ in range(15)]
-    return RequestRecord(
-        id=index, phase=phase, intended_s=intended, input_tokens=100, sent_s=intended,
-        first_token_s=intended + ttft, end_s=intended + ttft + sum(gaps), itl_s=gaps,
-        status=Status.OK, http_status=200, output_tokens=16, trace_id=f"{index:032x}",
-    )  # fmt: skip
-
-
-def failed(
-    index: int, status: Status, error: str, phase: str = "steady", rate: float = 10.0
-) -> RequestRecord:
-    http = int(error[5:8]) if error.startswith("HTTP ") else None
-    return RequestRecord(
-        id=index, phase=phase, intended_s=index / rate, input_tokens=100, status=status,
-        error=error, http_status=http, trace_id=f"{index:032x}",
-    )  # fmt: skip
-
-
-def server_dies_at(index: int, offered: int = 150, cut: int = 3) -> list[RequestRecord]:
-    """``index`` requests answered; ``cut`` streams in flight cut off; the rest refused."""
-    records = [answered(i) for i in range(index)]
-    records += [failed(i, Status.PROTOCOL_ERROR, CUT) for i in range(index, index + cut)]
-    records += [failed(i, Status.CONNECTION_ERROR, REFUSED) for i in range(index + cut, offered)]
-    return records
 
 
 def every_kth_fails(offered: int, k: int, status: Status, error: str) -> list[RequestRecord]:

@@ -13,7 +13,7 @@ from pytest_latency.report.html.page import render_page
 from pytest_latency.report.markdown import render_markdown
 from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import make_result
-from tests.unit.analysis.test_infrastructure import answered, failed, server_dies_at
+from tests.helpers.infrastructure_runs import answered, failed, server_dies_at
 
 STEADY = (Phase("steady", rate=10, duration_s=40),)
 LATENCY = (
