@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
-from pytest_latency.report.html.tables import objective_label
+from pytest_latency.report.html.tables import objective_label, objective_value
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.baseline import Baseline
@@ -63,19 +63,6 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _value(row: Mapping[str, Any], key: str) -> str:
-    value = number(row.get(key))
-    if value is None:
-        return "unbounded" if key in ("lower_s", "upper_s") else "-"
-    if row.get("unit") == "ratio":
-        return f"{value:.3g}x"
-    if row.get("unit") == "fraction":
-        return f"{value:.2%}"
-    if row.get("unit") == "rps":  # a capacity objective: its bracket in requests per second
-        return f"{value:.3g}/s"
-    return format_seconds(value)
-
-
 def objective_rows(run: ReportRun) -> list[Mapping[str, Any]]:
     rows = run.section("objectives")
     return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
@@ -91,8 +78,8 @@ def verdict_lines(run: ReportRun) -> list[str]:
             [
                 f"**{shown}**" if verdict == "fail" else shown,
                 md_text(objective_label(row)),
-                md_text(_value(row, "estimate_s")),
-                md_text(f"{_value(row, 'lower_s')} .. {_value(row, 'upper_s')}"),
+                md_text(objective_value(row, "estimate_s")),
+                md_text(f"{objective_value(row, 'lower_s')} .. {objective_value(row, 'upper_s')}"),
                 md_text(row.get("n", "-")),
                 md_text(f"{effective:.0f}" if effective is not None else "-"),
                 md_text(row.get("reason") or ""),

@@ -100,3 +100,17 @@ def test_the_html_headline_names_the_infrastructure_reason():
     assert '<span class="verdict v-invalid">INVALID</span>' in overview
     assert "infrastructure: 90 of 150 requests failed with connection refused" in overview
     assert "<strong>INVALID:</strong> this run decides nothing" in page
+
+
+def test_a_percentile_on_failed_requests_reads_inf_not_unbounded():
+    records = [
+        failed(i, Status.HTTP_ERROR, "HTTP 500: boom") if i % 7 == 3 else answered(i)
+        for i in range(400)
+    ]
+    result = make_result(records, STEADY, (objective("ttft", p=95, max="2s"),))
+    (ttft,) = result.objective_results
+    assert ttft.verdict is Verdict.FAIL  # 14% failed: the p95 is a failed request's
+    text = failure_message(result, [ttft], "not met", 200)
+    assert text.startswith("ttft p95 inf (failed requests) > 2s (bounds inf..inf)")
+    markdown = render_markdown(report_runs([result]))
+    assert "| **FAIL** | ttft p95 &lt;= 2000ms | inf | inf .. inf |" in markdown
