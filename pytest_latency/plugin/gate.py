@@ -1,5 +1,9 @@
 """Turning objective results into a test outcome, by the ``--latency-inconclusive`` policy.
 
+A run that decides nothing raises first, whatever the policy: it measured no server
+(:class:`LatencyInfrastructureError`, with the evidence) or its generator fell behind
+(:class:`LatencyRunInvalid`).
+
 Where things print, so that each prints once: every verdict in full, and the diagnosis,
 in the latency summary; a failed test's message names its failed objectives first (the
 line pytest's short summary shows) and their slowest requests; warnings carry what the
