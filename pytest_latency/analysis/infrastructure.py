@@ -120,14 +120,17 @@ def classify(
 
     ``server_exit``: how the server the plugin started exited during the run, if it did.
     """
-    ordered = sorted(records, key=lambda record: (record.intended_s, record.id))
-    found = _gone(ordered) or _outage(ordered) or _dominant(ordered)
+    found = None
+    # Every pattern needs an infrastructure error: one cheap pass for the usual run.
+    if any(record.status in INFRASTRUCTURE_STATUSES for record in records):
+        ordered = sorted(records, key=lambda record: (record.intended_s, record.id))
+        found = _gone(ordered) or _outage(ordered) or _dominant(ordered)
     if server_exit is None:
         return found
     exited = f"infrastructure: the server exited during the run ({server_exit})"
     if found is None:
         return InfrastructureFailure(
-            "exited", exited, len(ordered), (), (), "", server_exit=server_exit
+            "exited", exited, len(records), (), (), "", server_exit=server_exit
         )
     rest = found.headline.removeprefix("infrastructure: ")
     return InfrastructureFailure(
