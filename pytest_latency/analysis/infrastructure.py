@@ -127,7 +127,9 @@ def classify(
         found = _gone(ordered) or _outage(ordered) or _dominant(ordered)
     if server_exit is None:
         return found
-    exited = f"infrastructure: the server exited during the run ({server_exit})"
+    # The first line only (exit code); the log tail after it goes into the evidence.
+    summary = server_exit.split("\n", 1)[0].removesuffix("; last log lines:")
+    exited = f"infrastructure: the server exited during the run ({summary})"
     if found is None:
         return InfrastructureFailure(
             "exited", exited, len(records), (), (), "", server_exit=server_exit

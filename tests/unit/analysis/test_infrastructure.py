@@ -142,6 +142,10 @@ def test_a_server_that_exited_is_infrastructure_even_when_no_request_failed():
     assert found.headline == (
         "infrastructure: the server exited during the run (container abc exited with code 137)"
     )
+    tail = "container abc exited with code 137; last log lines:\nKilled\nbye"
+    logged = classify(records, server_exit=tail)
+    assert logged is not None and logged.headline == found.headline  # one line
+    assert logged.evidence() == [f"the server exited during the run: {tail}"]
     dying = classify(server_dies_at(60), server_exit="exited with code 137")
     assert dying is not None and dying.headline.startswith(
         "infrastructure: the server exited during the run (exited with code 137); 90 of 150"
