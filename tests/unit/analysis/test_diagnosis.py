@@ -370,13 +370,13 @@ def test_delivery_silent_without_its_evidence(records: list[RequestRecord]) -> N
 # --- no data, failures, output formats ---------------------------------------------------
 
 
-def test_nothing_fires_without_data() -> None:
+def test_nothing_fires_without_data_and_only_the_errors_rule_without_a_completed_request() -> None:
     assert diagnose([], SPIKE) == []
     failed = [
         RequestRecord(id=i, phase="steady", intended_s=i * 0.2, input_tokens=300,
                       status=Status.TIMEOUT) for i in range(200)
     ]  # fmt: skip
-    assert diagnose(failed, SPIKE) == []
+    assert rules(diagnose(failed, SPIKE)) == ["errors"]  # the latency rules need ok requests
 
 
 def test_formats_and_order() -> None:
