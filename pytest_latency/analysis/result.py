@@ -9,6 +9,7 @@ from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
+from pytest_latency.analysis.infrastructure import InfrastructureFailure, classify
 from pytest_latency.analysis.objectives import (
     decide_objectives,
     in_scope,
@@ -106,6 +107,11 @@ class LatencyResult:
             for phase in self.workload.phases
         ]
 
+    def infrastructure(self) -> InfrastructureFailure | None:
+        """Why the run measured no server (it went away, exited, or one error failed
+        most requests), or None: such a run is invalid, not statistics."""
+        return classify(self.records, self.server_exit)
+
     def diagnosis(self) -> list[Finding]:
         """Bottleneck hypotheses with their evidence and the check to run next."""
         return diagnose(self.records, self.workload, self.server_metrics)
@@ -135,6 +141,9 @@ class LatencyResult:
         invalid = None
         if self.health is not None and not self.health.valid:
             invalid = "; ".join(self.health.reasons)
+        infrastructure = self.infrastructure()
+        if infrastructure is not None:  # the likelier cause of a lagging generator too
+            invalid = infrastructure.headline
         if self.interrupted:
             invalid = f"the run was cut short ({self.interrupted})"
         results = decide_objectives(

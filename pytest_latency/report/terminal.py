@@ -72,6 +72,9 @@ def format_run(
             counts = ", ".join(f"{name}={count}" for name, count in failures.items())
             lines.extend(wrap(f"{summary.name}: failures: {counts}", width, "  "))
     lines.extend(_telemetry_lines(run, width))
+    infrastructure = run.infrastructure()
+    if infrastructure is not None:
+        lines.extend(wrap(f"INVALID RUN: {infrastructure.headline}", width, "  "))
     if run.health is not None and not run.health.valid:
         for reason in run.health.reasons:
             lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))

@@ -28,10 +28,20 @@ def objective_label(row: Mapping[str, Any]) -> str:
     return f"{row.get('metric', '?')} (unreadable objective)"
 
 
-def _value(row: Mapping[str, Any], key: str) -> str:
+def objective_value(row: Mapping[str, Any], key: str) -> str:
+    """A stored objective's estimate or bound as shown: its unit, ``unbounded`` for a
+    bound that does not exist, ``inf`` where failed requests put it (JSON writes both
+    as null: a latency that FAILed without a lower bound has an infinite one)."""
     value = number(row.get(key))
     unit = row.get("unit")
     if value is None:
+        failed_requests = (
+            row.get("verdict") == "fail"
+            and unit in (None, "seconds")
+            and number(row.get("lower_s")) is None
+        )
+        if failed_requests:
+            return "inf"
         return "unbounded" if key in ("lower_s", "upper_s") else "-"
     if unit == "ratio":
         return f"{value:.3g}x"
@@ -55,8 +65,8 @@ def objectives_table(objectives: object) -> str:
             [
                 f'<span class="verdict v-{esc(verdict)}">{esc(verdict.upper())}</span>',
                 esc(objective_label(row)),
-                esc(_value(row, "estimate_s")),
-                f"{esc(_value(row, 'lower_s'))} .. {esc(_value(row, 'upper_s'))}",
+                esc(objective_value(row, "estimate_s")),
+                f"{esc(objective_value(row, 'lower_s'))} .. {esc(objective_value(row, 'upper_s'))}",
                 esc(f"{confidence:.3%}" if confidence is not None else "-"),
                 esc(row.get("n", "-")),
                 esc(f"{effective:.0f}" if effective is not None else "-"),
