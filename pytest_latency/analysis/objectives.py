@@ -103,9 +103,21 @@ def decide_objectives(
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:
             results.append(decide(objective, scoped, confidence))
+    if workload is not None:
+        results = [_with_advice(result, workload) for result in results]
     if invalid_reason is not None:
         results = [
             dataclasses.replace(result, verdict=Verdict.INVALID, reason=invalid_reason)
             for result in results
         ]
     return results
+
+
+def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:
+    """An inconclusive result's reason, with what would decide it (analysis/planning.py)."""
+    from pytest_latency.analysis.planning import what_would_decide
+
+    advice = what_would_decide(result, workload)
+    if not advice:
+        return result
+    return dataclasses.replace(result, reason=f"{result.reason}; {advice}")

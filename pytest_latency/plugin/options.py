@@ -137,6 +137,12 @@ FLAGS: tuple[_Flag, ...] = (
         is_switch=True,
     ),
     _Flag(
+        "until-decided",
+        "extend each run in rounds until its objectives are decided, for at most DURATION "
+        "in all (workloads without their own until_decided; e.g. 3m)",
+        "DURATION",
+    ),
+    _Flag(
         "max-line-bytes",
         "longest SSE line (or one event's data) a response may send before the request "
         "becomes a protocol_error (default 1MiB; units B, KiB, MiB, GiB)",
@@ -188,6 +194,7 @@ class LatencyOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     ray_address: str | None = None
     ray_workers: int | None = None
+    until_decided_s: float | None = None  # default until_decided budget (None: off)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -308,6 +315,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
         ray_address=ray_address,
         ray_workers=ray_workers,
+        until_decided_s=_positive_duration("until-decided", text("until-decided")),
     )
 
 
@@ -365,6 +373,13 @@ def _duration(name: str, value: str | None, default: float) -> float:
         return parse_duration(value)
     except ValueError as error:
         raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
+
+
+def _positive_duration(name: str, value: str | None) -> float | None:
+    seconds = None if value is None else _duration(name, value, 0.0)
+    if seconds is not None and seconds <= 0:
+        raise pytest.UsageError(f"--latency-{name} {value!r}: must be longer than 0s")
+    return seconds
 
 
 def _size(name: str, value: str | None, default: int) -> int:
