@@ -36,6 +36,9 @@ DRAIN_ALLOWANCE = 0.1
 MIN_DRAIN_S = 1.0
 # At most this many looks: more would spend the budget in slivers.
 MAX_LOOKS = 8
+# A look's share of alpha is at least this: 1 - share must stay below 1.0 in floating
+# point for a bound to exist at all. It adds at most MAX_LOOKS * 1e-12 to alpha.
+MIN_LOOK_SHARE = 1e-12
 
 
 def look_confidences(alpha: float, looks: Sequence[float]) -> list[float]:
@@ -91,7 +94,8 @@ class LookSchedule:
         """Each look's confidence for an objective whose whole budget is ``confidence``."""
         if len(self.rounds) == 1:
             return [confidence]
-        return look_confidences(1.0 - confidence, self.fractions())
+        looks = look_confidences(1.0 - confidence, self.fractions())
+        return [min(look, 1.0 - MIN_LOOK_SHARE) for look in looks]
 
 
 def plan_looks(workload: Workload, max_s: float) -> LookSchedule:

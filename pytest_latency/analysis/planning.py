@@ -244,8 +244,9 @@ def undecidable_message(
     lines = [f"the plan cannot decide {len(short)} of {len(powers)} objectives ({test}):"]
     lines.extend(f"  {power.describe()}" for power in short)
     lines.append(
-        "  The counts needed are a floor, for independent requests: requests that share a"
-        "\n  queue or a batch need more. Below it an objective can only fail or be inconclusive."
+        "  The counts needed are a floor, for independent requests (over a burst: for"
+        "\n  episodes that agree): requests that share a queue or a batch need more. Below"
+        "\n  it an objective can only fail or be inconclusive."
     )
     if allowed:
         lines.append("  Running anyway (--latency-allow-undecidable).")

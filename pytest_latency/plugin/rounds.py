@@ -147,10 +147,13 @@ class Rounds:
         *,
         confidence: float,
         max_lag_s: float,
+        pause: Callable[[float], None] = time.sleep,
     ) -> None:
-        """``confidence``: each objective's whole budget (shared over the looks)."""
+        """``confidence``: each objective's whole budget (shared over the looks);
+        ``pause``: how the cooldown between rounds is waited (a simulation skips it)."""
         assert workload.until_decided_s is not None  # the session asks only then
         self.drive, self.workload, self.max_lag_s = drive, workload, max_lag_s
+        self.pause = pause
         # Relative objectives need the baseline and capacity a search: judged after.
         self.judged = [goal for goal in objectives if not goal.relative]
         self.judged = [goal for goal in self.judged if goal.metric != "capacity"]
@@ -188,7 +191,7 @@ class Rounds:
         """Drive ``size`` more episodes into ``measured``; the episodes it added."""
         plan, offset = round_plan(self.workload, before, size)
         try:  # the cooldown before the round's first episode (the timeline has it too)
-            time.sleep(round_cooldown_s(self.workload))
+            self.pause(round_cooldown_s(self.workload))
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: keep the rounds so far
             measured.interrupted = stop
             return 0
