@@ -146,7 +146,5 @@ def check_power(
     powers = plan_power(counted, objectives, [last] * len(objectives))
     bursts = correlated_power(plan, objectives, [confidence] * len(objectives))
     short = {power.objective: power for power in bursts}
-    return [
-        short[power.objective] if power.decidable and power.objective in short else power
-        for power in powers
-    ]
+    # Over a burst, more requests in one episode never help: the episodes' fix wins.
+    return [short.get(power.objective, power) for power in powers]

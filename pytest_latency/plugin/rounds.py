@@ -32,8 +32,11 @@ from pytest_latency.analysis.looks import (
     round_cost_s,
 )
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec.model import Objective, SpecError, Workload
+from pytest_latency.spec.model import MAX_SEED, Objective, SpecError, Workload
 from pytest_latency.workload import Plan, build_plan
+
+# Rounds' seeds step by this odd constant (2^64 / golden ratio): far apart, never equal.
+_SEED_STRIDE = 0x9E3779B97F4A7C15
 
 if TYPE_CHECKING:
     from pytest_latency.driver.worker_clocks import GeneratorWorker
@@ -84,22 +87,22 @@ def fresh_plan(workload: Workload) -> Plan:
     return build_plan(workload, nonce=secrets.token_hex(4))
 
 
-def round_plan(workload: Workload, before: int, size: int) -> tuple[Plan, float]:
-    """Episodes ``before .. before + size - 1`` as a plan of their own, from time zero,
-    and the offset of its time zero on the run's timeline. Episodes keep their numbers
-    and arrivals (the same as ``repeat:`` would plan), ids run on."""
-    timeline = extended(workload, before + size)
-    whole = fresh_plan(timeline)
-    offset = timeline.episode_start_s(before)
-    requests = tuple(
-        dataclasses.replace(request, intended_s=request.intended_s - offset)
-        for request in whole.requests
-        if request.episode >= before
-    )
+def round_plan(workload: Workload, before: int, size: int, first_id: int) -> tuple[Plan, float]:
+    """``size`` more episodes as a plan of their own, from time zero, and the offset of
+    its time zero on the run's timeline (episode ``before`` starts there). Each round
+    draws its own arrivals and shapes (a seed derived from the workload's and the
+    round's first episode); its episodes are numbered on from ``before`` and its ids
+    from ``first_id``. Only the round is planned: a long run does not re-plan its past."""
+    seed = (workload.seed + before * _SEED_STRIDE) % (MAX_SEED + 1)
+    cooldown = round_cooldown_s(workload)
     own = dataclasses.replace(
-        workload, repeat=size, cooldown_s=round_cooldown_s(workload), warmup_requests=0
+        workload, repeat=size, cooldown_s=cooldown, warmup_requests=0, seed=seed
     )
-    return Plan(workload=own, requests=requests), offset
+    requests = tuple(
+        dataclasses.replace(request, id=first_id + request.id, episode=before + request.episode)
+        for request in fresh_plan(own).requests
+    )
+    return Plan(workload=own, requests=requests), extended(workload, before + size).episode_start_s(before)
 
 
 def _shift(instant: float | None, offset: float) -> float | None:
@@ -189,7 +192,7 @@ class Rounds:
 
     def _next_round(self, measured: Measured, before: int, size: int) -> int:
         """Drive ``size`` more episodes into ``measured``; the episodes it added."""
-        plan, offset = round_plan(self.workload, before, size)
+        plan, offset = round_plan(self.workload, before, size, len(measured.records))
         try:  # the cooldown before the round's first episode (the timeline has it too)
             self.pause(round_cooldown_s(self.workload))
         except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM: keep the rounds so far

@@ -29,7 +29,7 @@ WORKLOAD = Workload(
     ),
     input_tokens=(10, 10),
     output_tokens=4,
-    until_decided_s=200.0,  # room for many episodes: the looks are what is tested
+    until_decided_s=80.0,  # room for 18 episodes in 8 looks
 )
 SEVERITY_SD = 0.3  # log-sd of a burst's severity, shared by its requests
 NOISE_SD = 0.2  # each request's own log-noise
@@ -82,7 +82,7 @@ class SyntheticServer:
         return Measured(plan.workload, records, 0.0, 0.0)
 
 
-def _until_decided(limit_s: float, seed: int, max_s: float = 200.0) -> tuple[Verdict, Measured]:
+def _until_decided(limit_s: float, seed: int, max_s: float = 80.0) -> tuple[Verdict, Measured]:
     goal = objective("ttft", p=95, max_s=limit_s, phase="burst")
     workload = dataclasses.replace(WORKLOAD, seed=seed, until_decided_s=max_s)
     server = SyntheticServer(seed)
@@ -99,18 +99,24 @@ def _until_decided(limit_s: float, seed: int, max_s: float = 200.0) -> tuple[Ver
     return result.verdict, measured
 
 
-def test_round_plans_continue_the_episodes_and_ids_of_one_repeat_plan():
+def test_a_round_continues_the_episodes_and_ids_with_arrivals_of_its_own():
     from pytest_latency.analysis.looks import extended
     from pytest_latency.workload import build_plan
 
-    whole = build_plan(extended(WORKLOAD, 3))
-    plan, offset = round_plan(WORKLOAD, 1, 2)
+    first = build_plan(WORKLOAD)
+    plan, offset = round_plan(WORKLOAD, 1, 2, first_id=len(first.requests))
     assert offset == pytest.approx(extended(WORKLOAD, 3).episode_start_s(1))
-    later = [r for r in whole.requests if r.episode >= 1]
-    assert [r.id for r in plan.requests] == [r.id for r in later]
-    assert [r.episode for r in plan.requests] == [r.episode for r in later]
-    moved = [r.intended_s + offset for r in plan.requests]
-    assert moved == pytest.approx([r.intended_s for r in later])
+    ids = [r.id for r in plan.requests]
+    assert ids == list(range(len(first.requests), len(first.requests) + len(ids)))
+    assert sorted({r.episode for r in plan.requests}) == [1, 2]
+    # Placed on the run's timeline, episode 2's burst falls in its window there.
+    bursts = [r.intended_s + offset for r in plan.requests if r.episode == 2 and r.phase == "burst"]
+    start, end = extended(WORKLOAD, 3).phase_windows("burst")[2]
+    assert bursts and all(start <= t < end for t in bursts)
+    own = [r.intended_s for r in first.requests if r.phase == "burst"]
+    again = [r.intended_s - plan.workload.episode_start_s(0) for r in plan.requests
+             if r.episode == 1 and r.phase == "burst"]  # fmt: skip
+    assert own != again  # a fresh draw of the arrivals, not the first episode's again
     record = RequestRecord(id=0, phase="burst", intended_s=1.0, input_tokens=1, end_s=2.0)
     assert placed([record], 10.0)[0].end_s == 12.0
 
@@ -135,7 +141,7 @@ def test_until_decided_needs_objectives_and_takes_the_flag_as_default():
     goal = objective("ttft", p=95, max="1s")
     assert with_budget(plain, [goal], 90.0).until_decided_s == 90.0
     assert with_budget(plain, [], 90.0).until_decided_s is None  # nothing to wait for
-    assert with_budget(WORKLOAD, [goal], 90.0).until_decided_s == 200.0  # its own wins
+    assert with_budget(WORKLOAD, [goal], 90.0).until_decided_s == 80.0  # its own wins
 
 
 @pytest.mark.slow
