@@ -102,7 +102,9 @@ def round_plan(workload: Workload, before: int, size: int, first_id: int) -> tup
         dataclasses.replace(request, id=first_id + request.id, episode=before + request.episode)
         for request in fresh_plan(own).requests
     )
-    return Plan(workload=own, requests=requests), extended(workload, before + size).episode_start_s(before)
+    return Plan(workload=own, requests=requests), extended(workload, before + size).episode_start_s(
+        before
+    )
 
 
 def _shift(instant: float | None, offset: float) -> float | None:

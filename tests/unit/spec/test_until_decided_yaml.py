@@ -58,5 +58,5 @@ def test_python_takes_until_decided_s_and_checks_it():
     assert Workload(phases=phases, until_decided_s=180).until_decided_s == 180
     with pytest.raises(SpecError, match="until_decided max 5s is shorter than one pass"):
         Workload(phases=phases, until_decided_s=5)
-    with pytest.raises(SpecError, match="until_decided max .* must be a finite number"):
+    with pytest.raises(SpecError, match=r"until_decided max .* must be a finite number"):
         Workload(phases=phases, until_decided_s=float("inf"))
