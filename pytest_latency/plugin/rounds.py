@@ -173,7 +173,7 @@ class Rounds:
         episodes = self.workload.repeat
         for index, size in enumerate(self.log.schedule.rounds):
             if index > 0:
-                left = self.log.max_s - (time.monotonic() - started)
+                left = max(0.0, self.log.max_s - (time.monotonic() - started))
                 if round_cost_s(self.workload, size) > left:
                     self.log.stopped = f"budget: {left:.0f}s left, a round needs more"
                     break
