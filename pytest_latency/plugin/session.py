@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from pytest_latency.analysis.baseline import Baseline
     from pytest_latency.analysis.planning import ObjectivePower
     from pytest_latency.analysis.result import LatencyResult, SessionBudget
-    from pytest_latency.driver import Target
     from pytest_latency.driver.progress import ProgressListener
     from pytest_latency.plugin.gate import Locate
     from pytest_latency.plugin.rounds import Measured
@@ -237,7 +236,7 @@ class LatencySession:
         measured = self._measure(workload, objectives, info)
         result = self._result(workload, measured, info, test)
         result.baseline_key = baseline_key
-        self._attach_baseline(result)
+        attach_baseline(self.baseline, self.options, result)
         self._keep(result, node or test, key or test)
         if measured.interrupted is not None:  # the run is kept for the JSON (interrupted: true)
             raise getattr(measured.interrupted, "cause", measured.interrupted)
@@ -251,7 +250,7 @@ class LatencySession:
         """Drive the workload once, or in rounds until decided (plugin/rounds.py)."""
         from pytest_latency.plugin.rounds import Rounds, fresh_plan
 
-        target = self._target(info, workload)
+        target = run_target(self.options, info, workload)
         drive = drive_plan(self.telemetry, self.options, self.progress, target, info)
         if workload.until_decided_s is None:
             return drive(fresh_plan(workload))
@@ -314,11 +313,20 @@ class LatencySession:
         from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result
         from pytest_latency.plugin.gate import enforce
 
+        if template.until_decided_s is not None:
+            raise SpecError(
+                "until_decided does not apply to a capacity search: each probe is decided"
+                " at its own looks within the search's budget; remove until_decided"
+            )
         template = self._seeded(template, keep_seed=False)
         baseline_key = self.next_key(key or test, test)
         info = self.server(server)
         search = LiveSearch(
-            spec, template, criteria, self._target(info, template), confidence=DEFAULT_CONFIDENCE
+            spec,
+            template,
+            criteria,
+            run_target(self.options, info, template),
+            confidence=DEFAULT_CONFIDENCE,
         )
         interrupted: KeyboardInterrupt | None = None
         try:
@@ -340,9 +348,6 @@ class LatencySession:
         if self._on_run is not None:
             self._on_run(result)
         return result
-
-    def _target(self, info: ServerInfo, workload: Workload) -> Target:
-        return run_target(self.options, info, workload)
 
     def _keep(self, result: LatencyResult, node: str, key: str) -> None:
         """Add a finished (or interrupted) run to the session's runs, for the reports."""
@@ -369,10 +374,6 @@ class LatencySession:
     def baseline_problem(self, key: str) -> str | None:
         """Why relative objectives of the run keyed ``key`` cannot be decided, if so."""
         return baseline_problem(self.baseline, self.options, key)
-
-    def _attach_baseline(self, result: LatencyResult) -> None:
-        """Give ``result`` its stored runs, or the reason they are not comparable."""
-        attach_baseline(self.baseline, self.options, result)
 
     def note_outcome(self, node: str, outcome: str) -> None:
         """Keep the worst outcome of a test that ran load: passed < inconclusive (skipped)
