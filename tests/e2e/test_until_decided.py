@@ -40,7 +40,7 @@ def test_the_readme_workload_with_a_burst_p95_is_refused_before_sending_with_the
     text = " ".join(result.stdout.str().split())
     assert "the plan cannot decide 1 of 3 objectives (checkout.slo.yaml::checkout)" in text
     assert "ttft p95 <= 700ms [burst]: 290 requests planned" in text
-    assert "give repeat: 5, cooldown: 10s" in text and "until_decided: {max: 200s}" in text
+    assert "give repeat: 5, cooldown: 10s" in text and "until_decided: {max: 230s}" in text
     assert "Nothing was sent" in text
 
 

@@ -47,13 +47,13 @@ def test_one_look_keeps_the_whole_confidence():
 
 
 def test_a_budget_holds_the_workload_then_whole_episodes():
-    # First round: 35 s of phases and a 3.5 s drain allowance; each added episode costs
-    # a 1 s cooldown, 35 s of phases and its 10% drain allowance (39.5 s).
-    assert episode_cost_s(README) == pytest.approx(39.5)
-    schedule = plan_looks(dataclasses.replace(README, until_decided_s=200), 200)
+    # First round: 35 s of phases and an 8.75 s drain allowance (25%); each added
+    # episode costs a 1 s cooldown, 35 s of phases and its drain allowance (44.75 s).
+    assert episode_cost_s(README) == pytest.approx(44.75)
+    schedule = plan_looks(dataclasses.replace(README, until_decided_s=230), 230)
     assert schedule.rounds == (1, 1, 1, 1, 1)
     assert schedule.fractions() == [0.2, 0.4, 0.6, 0.8, 1.0]
-    assert plan_looks(README, 38.0).rounds == (1,)  # no added round fits
+    assert plan_looks(README, 88.0).rounds == (1,)  # no added round fits
 
 
 def test_a_long_budget_is_spent_in_at_most_max_looks():
