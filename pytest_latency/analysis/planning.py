@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 
 from pytest_latency.analysis.cohorts import in_range
 from pytest_latency.analysis.compare import per_sample_confidence
+from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.stored import MIN_TAIL_FOR_LOG_RATIO
 from pytest_latency.analysis.verdict import (
@@ -343,10 +344,13 @@ def what_would_decide(result: ObjectiveResult, workload: Workload) -> str:
     if workload.repeat > 1 or objective.phase in burst_phases(workload):
         episodes = max(workload.repeat + 1, math.ceil(workload.repeat * factor))
         cooldown = workload.cooldown_s or 10.0
-        seconds = episodes * workload.episode_s + (episodes - 1) * cooldown
+        # As analysis/looks.py plans rounds: one pass, then each added episode's cost,
+        # and a fifth more for the alpha the early looks spend.
+        once = workload.episode_s + drain_allowance_s(workload)
+        budget = 1.2 * (once + (episodes - 1) * episode_cost_s(workload))
         return (
             f"{head}: about {episodes} episodes (repeat: {episodes}, cooldown:"
-            f" {cooldown:g}s), or until_decided: {{max: {_rounded_up(seconds * 1.2):g}s}}"
+            f" {cooldown:g}s), or until_decided: {{max: {_rounded_up(budget):g}s}}"
         )
     seconds = workload.duration_s * factor
     return (
