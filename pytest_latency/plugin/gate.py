@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 Location = tuple[str, int]  # (file as the user knows it, 1-based line)
 Locate = Callable[[Objective], Location]
-_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep  # pytest_latency/
 _WARNING_INDENT = 2  # pytest indents a warning's text by two in its summary
 
 

@@ -167,10 +167,9 @@ class LatencySession:
         sent: bool = False,
         locate: Locate | None = None,
     ) -> list[ObjectivePower]:
-        """Raise UndecidablePlan when the plan cannot decide an objective: too few
-        requests to ever pass it, or a burst with too few episodes for its correlation
-        (a warning with --latency-allow-undecidable, at the objective's line from
-        ``locate``, or the calling test's line); ``sent``: it ran already."""
+        """Raise UndecidablePlan when the plan cannot decide an objective (too few requests,
+        or a burst with too few episodes): a warning with --latency-allow-undecidable, at
+        the objective's line from ``locate`` or the test's; ``sent``: it ran already."""
         __tracebackhide__ = True
         from pytest_latency.analysis.bursts import check_power
         from pytest_latency.analysis.planning import require_power
@@ -188,15 +187,11 @@ class LatencySession:
         return powers
 
     def _objective_confidence(self, count: int) -> float:
-        """Each of the next ``count`` objectives' confidence (without taking it from a
-        session budget: the run's own evaluation takes it)."""
-        from pytest_latency.analysis.objectives import spent_confidence
-        from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
-        from pytest_latency.analysis.verdict import objective_confidence
+        """Each of the next ``count`` objectives' confidence (not taken from the budget)."""
+        from pytest_latency.analysis.objectives import planned_confidence
 
-        if self.error_budget is not None:  # the share the next `count` objectives will get
-            return spent_confidence(DEFAULT_CONFIDENCE, self.error_budget.decided, count)
-        return objective_confidence(count, DEFAULT_CONFIDENCE)
+        budget = self.error_budget
+        return planned_confidence(count, None if budget is None else budget.decided)
 
     def until_decided(self, workload: Workload, objectives: Sequence[Objective]) -> Workload:
         """``workload`` with ``--latency-until-decided`` as its default budget."""
@@ -226,9 +221,8 @@ class LatencySession:
         ``--latency-seed`` replaces the workload's seed unless ``keep_seed`` (ABBA blocks
         carry seeds already derived from it). ``key`` is the run's baseline key before
         numbering (:mod:`pytest_latency.keys`; default ``test``); ``node`` the pytest
-        test whose outcome is the run's when it decides no objective (default ``test``).
-        ``objectives``: what an ``until_decided`` run judges after each round.
-        """
+        test whose outcome is the run's when it decides no objective (default ``test``);
+        ``objectives`` what an ``until_decided`` run judges after each round."""
         __tracebackhide__ = True
         workload = self.until_decided(self._seeded(workload, keep_seed), objectives)
         baseline_key = self.next_key(key or test, node or test)  # before any load is sent

@@ -225,10 +225,13 @@ def gpu_ids(gpus: str) -> list[str]:
     return [part.strip() for part in gpus.removeprefix("device=").split(",")]
 
 
-def until_decided(value: object, episode_s: float, longest_s: float) -> float:
+MAX_UNTIL_DECIDED_S = 7 * 24 * 3600.0  # an until_decided budget: at most a week
+
+
+def until_decided(value: object, episode_s: float) -> float:
     """``until_decided`` max in seconds: positive, finite, and room for one episode."""
     what = "until_decided max (seconds)"
-    seconds = number("until_decided_s", value, above=0, at_most=longest_s, what=what)
+    seconds = number("until_decided_s", value, above=0, at_most=MAX_UNTIL_DECIDED_S, what=what)
     if seconds < episode_s:
         raise FieldError(
             "until_decided_s",
