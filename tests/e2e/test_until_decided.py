@@ -119,3 +119,17 @@ def test_python_runs_take_until_decided_s_with_their_objectives(pytester):
     [run] = json.loads((pytester.path / "run.json").read_text())["runs"]
     assert run["workload"]["until_decided"] == {"max_s": 60.0}
     assert len(run["looks"]) >= 2
+
+
+@pytest.mark.slow
+def test_the_flag_gives_workloads_a_budget_the_plan_check_weighs(pytester):
+    pytester.makefile(".slo.yaml", checkout=README_WITH_BURST)
+    # 100 s holds two episodes of the README workload: too few for its burst.
+    result = pytester.runpytest("--latency-until-decided", "100s")
+    result.assert_outcomes(errors=1)
+    text = " ".join(result.stdout.str().split())
+    assert "ttft p95 <= 700ms [burst]: 580 requests planned" in text
+    assert "until_decided: {max: 230s}" in text
+    bad = pytester.runpytest("--latency-until-decided", "0s")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--latency-until-decided '0s': must be longer than 0s" in bad.stderr.str()
