@@ -21,8 +21,9 @@ depends on the data, so stopping early only leaves later shares unspent. Pure.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from scipy.stats import norm
 
@@ -186,3 +187,16 @@ class UntilDecided:
             "planned_rounds": list(self.schedule.rounds),
             "stopped": self.stopped,
         }
+
+
+def stored_final_confidence(
+    until_decided: Mapping[str, Any] | None, looks: Sequence[object] | None, confidence: float
+) -> float:
+    """The confidence a saved run's objectives were judged at: its last look's share of
+    ``confidence`` (the JSON's ``until_decided`` and ``looks``), or ``confidence`` for a
+    run that did not extend. For ``judge``, to re-decide such a run as it was decided."""
+    if not until_decided or not looks:
+        return confidence
+    rounds = tuple(int(size) for size in until_decided["planned_rounds"])
+    schedule = LookSchedule(rounds, float(until_decided["max_s"]))
+    return schedule.confidences(confidence)[min(len(looks), len(rounds)) - 1]

@@ -15,6 +15,7 @@ from pytest_latency.analysis.looks import (
     extended,
     look_confidences,
     plan_looks,
+    stored_final_confidence,
 )
 from pytest_latency.spec.model import Phase, Workload
 
@@ -80,3 +81,12 @@ def test_final_verdicts_are_judged_at_the_last_looks_share():
     # Stopped after the second of three looks: judged at the second's share, not at 99%.
     assert log.final_confidence(0.99) == planned[1]
     assert 0.99 < planned[1] < 1.0
+
+
+def test_a_saved_run_is_re_judged_at_its_last_looks_share():
+    schedule = LookSchedule((1, 1, 1, 1, 1), 230.0)
+    stored = {"max_s": 230.0, "used_s": 210.0, "planned_rounds": [1, 1, 1, 1, 1], "stopped": ""}
+    looks = [{"round": n} for n in range(1, 6)]
+    assert stored_final_confidence(stored, looks, 0.995) == schedule.confidences(0.995)[4]
+    assert stored_final_confidence(stored, looks[:2], 0.995) == schedule.confidences(0.995)[1]
+    assert stored_final_confidence(None, None, 0.995) == 0.995
