@@ -30,8 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from scipy.stats import norm
-
+from pytest_latency.analysis.looks import look_confidences as look_confidences  # re-exported
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.spec.model import Objective
 
@@ -186,13 +185,6 @@ class CapacityResult:
         }
 
 
-def look_confidences(alpha: float, looks: Sequence[float]) -> list[float]:
-    """Per-look confidence spending ``alpha`` by O'Brien-Fleming (Lan-DeMets) over ``looks``."""
-    z = float(norm.isf(alpha / 2.0))
-    spent = [2.0 - 2.0 * float(norm.cdf(z / math.sqrt(t))) for t in looks]
-    spent[-1] = alpha  # the last look spends what is left
-    shares = [later - earlier for earlier, later in zip([0.0, *spent[:-1]], spent, strict=True)]
-    return [1.0 - max(share, 1e-300) for share in shares]
 
 
 def _bisect(low: float, high: float) -> float:

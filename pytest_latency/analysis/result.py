@@ -10,6 +10,7 @@ from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
 from pytest_latency.analysis.infrastructure import InfrastructureFailure, classify
+from pytest_latency.analysis.looks import UntilDecided
 from pytest_latency.analysis.objectives import (
     decide_objectives,
     in_scope,
@@ -67,6 +68,9 @@ class LatencyResult:
     # A capacity search (docs/capacity.md): its bracket and probes, and what it was given.
     capacity: CapacityResult | None = None
     capacity_spec: CapacitySpec | None = None
+    # A run extended until decided (analysis/looks.py): its looks and budget. Its
+    # objectives are judged at the last look's share of the error budget, as it was.
+    until_decided: UntilDecided | None = None
 
     @property
     def offered(self) -> int:
@@ -133,6 +137,8 @@ class LatencyResult:
             confidence = self.error_budget.take(len(objectives), self.confidence)
         else:
             confidence = objective_confidence(len(objectives), self.confidence)
+        if self.until_decided is not None:
+            confidence = self.until_decided.final_confidence(confidence)
         for objective in objectives:
             self._check_capacity(objective)
             self.phase_records(objective.phase)  # an unknown phase is an error

@@ -140,6 +140,12 @@ FLAGS: tuple[_Flag, ...] = (
         is_switch=True,
     ),
     _Flag(
+        "until-decided",
+        "extend each run in rounds until its objectives are decided, for at most DURATION "
+        "in all (workloads without their own until_decided; e.g. 3m)",
+        "DURATION",
+    ),
+    _Flag(
         "max-line-bytes",
         "longest SSE line (or one event's data) a response may send before the request "
         "becomes a protocol_error (default 1MiB; units B, KiB, MiB, GiB)",
@@ -191,6 +197,7 @@ class LatencyOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     ray_address: str | None = None
     ray_workers: int | None = None
+    until_decided_s: float | None = None  # default until_decided budget (None: off)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -300,6 +307,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
         ray_address=ray_address,
         ray_workers=ray_workers,
+        until_decided_s=_parsed("until-decided", text("until-decided"), _positive_duration),
     )
 
 
@@ -347,6 +355,13 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise pytest.UsageError(f"--latency-{name} {value!r}: expected one of {', '.join(allowed)}")
     return value
+
+
+def _positive_duration(value: str) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than 0s")
+    return seconds
 
 
 def _size(name: str, value: str | None, default: int) -> int:

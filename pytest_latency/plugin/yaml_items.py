@@ -87,7 +87,13 @@ class SloItem(pytest.Item):
         """The file's workload, or its capacity search (each probe decides the others)."""
         spec = self.spec
         if spec.capacity is None:
-            return session.run(spec.workload, test=self.nodeid, server=spec.server, key=key)
+            return session.run(
+                spec.workload,
+                test=self.nodeid,
+                server=spec.server,
+                key=key,
+                objectives=spec.objectives,
+            )
         from pytest_latency.spec.capacity import split_objectives
 
         criteria, _ = split_objectives(spec.objectives)

@@ -80,6 +80,8 @@ def format_run(
             lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))
     if run.capacity is not None:
         lines.extend(capacity_lines(run.capacity, run.capacity_spec, width))
+    if run.until_decided is not None:
+        lines.extend(wrap(run.until_decided.summary(), width, "  ", "    "))
     for finding in format_findings(run.diagnosis() if findings is None else findings):
         lines.extend(wrap(f"diagnosis: {finding}", width, "  "))
     hanging = " " * _VERDICT_COLUMN
