@@ -14,16 +14,19 @@ Two estimates, both from the data:
   any length inside an episode is covered.
 * **Send order** (one episode): the long-run variance of the 0/1 series in send order,
   summed over lags up to an adaptive window (Sokal's rule: the window is at least
-  ``WINDOW_FACTOR`` times the integrated autocorrelation time it yields), corrected for
-  the mean estimated from the same data, with ``n / (2 * window + 1)`` degrees of
-  freedom. Latency ranks (as normal scores) give a second estimate, the larger is used:
-  a slow queue shows in the whole distribution before it shows in a tail count.
+  ``WINDOW_FACTOR`` times the design effect it yields), corrected for the mean
+  estimated from the same data, with ``n / (2 * window + 1)`` degrees of freedom.
+  Latency ranks (as normal scores) give a second estimate, the larger is used: a slow
+  queue shows in the whole distribution before it shows in a tail count. A scope of
+  several phases is estimated whole, in send order, with each phase's mean removed
+  where the phases are long enough to tell their means from the correlation.
 
 ``D`` is never below 1. An estimate within 2.5 standard errors of independence counts
 as independence, so independent data keep the exact bound; a true ``D`` below that
 screen (about 1.7 at n = 400, 1.3 at n = 2000) is ignored, which at worst moves a 0.5%
-error side to about 2%. Runs under 64 requests in scope are taken as independent (no
-estimate is possible), and the window spans at most an eighth of the run. The
+error side to about 2%. A scope under 64 requests is too short to estimate anything,
+and is never taken as independent: it counts as one request (``unestimated``) until
+repeated episodes say more. The window spans at most an eighth of the run. The
 estimates assume the correlation fades within the run (stationary load within the
 scope). A run that is one long transient (a queue still growing when the phase ends)
 has no such evidence in it; repeat the episode instead.
@@ -37,9 +40,10 @@ from typing import Literal
 
 import numpy as np
 
-# Sokal's window factor: sum autocorrelations to at least this many autocorrelation
-# times. 8 kept false verdicts at an M/M/1 queue within 2% (docs/statistics.md).
-WINDOW_FACTOR = 8.0
+# Sokal's window factor: sum autocorrelations to at least this many design effects
+# (twice as many of Sokal's integrated times). 3 kept false verdicts at an M/M/1 queue
+# within 1% and gives about 2.5 times the degrees of freedom of 8 (docs/statistics.md).
+WINDOW_FACTOR = 3.0
 # Below this many samples no correlation is estimated (the estimate would be noise).
 MIN_SERIAL_SAMPLES = 64
 # The window never spans more than this share of the run: beyond it the sum is noise.
@@ -48,7 +52,7 @@ MAX_WINDOW_SHARE = 1.0 / 8.0
 # An estimate within this many standard errors of independence counts as independence.
 SCREEN_SDS = 2.5
 
-Method = Literal["independent", "serial", "episodes"]
+Method = Literal["independent", "serial", "episodes", "unestimated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +76,15 @@ class Dependence:
 
 def independent(n: int) -> Dependence:
     return Dependence(n=n, design_effect=1.0, degrees_of_freedom=math.inf, method="independent")
+
+
+def unestimated(n: int) -> Dependence:
+    """A scope too short to estimate its correlation: as if it were one request.
+
+    Never independent by default: a short burst is one queue, and its requests may all
+    share it. Only repeated episodes (or a longer scope) can show otherwise.
+    """
+    return Dependence(n, float(max(n, 1)), math.inf, "unestimated")
 
 
 def _autocorrelation(series: np.ndarray) -> np.ndarray | None:
@@ -109,7 +122,7 @@ def serial_dependence(*series: np.ndarray) -> Dependence:
     """The largest design effect over ``series`` (one value per request, in send order)."""
     n = int(series[0].size)
     if n < MIN_SERIAL_SAMPLES:
-        return independent(n)
+        return unestimated(n)
     effect, window = 1.0, 0
     for values in series:
         time, lags = integrated_time(values)
@@ -121,7 +134,7 @@ def serial_dependence(*series: np.ndarray) -> Dependence:
     if effect <= 1.0:
         return independent(n)
     degrees = n / (2 * window + 1)
-    return Dependence(n, effect, degrees, "serial", window)
+    return Dependence(n, min(effect, float(n)), degrees, "serial", window)
 
 
 def episode_dependence(indicator: np.ndarray, episodes: np.ndarray) -> Dependence:
@@ -159,38 +172,67 @@ def _serial_for(indicator: np.ndarray, values: np.ndarray | None) -> Dependence:
     return serial_dependence(*series)
 
 
-def stratified_dependence(
-    indicator: np.ndarray, strata: np.ndarray, values: np.ndarray | None
-) -> Dependence:
-    """Design effect of a count over planned strata (phases), each estimated on its own.
+def _without_phase_means(series: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    sums = np.bincount(codes, weights=series)
+    sizes = np.bincount(codes)
+    residual: np.ndarray = series - (sums / sizes)[codes]
+    return residual
 
-    Phases are part of the plan, not noise: a burst's higher latencies are a fixed
-    stratum, not a correlation. Each phase's count variance is estimated within the
-    phase; the variances add, and their degrees of freedom combine (Satterthwaite).
+
+def _phase_effect(series: np.ndarray, codes: np.ndarray, phases: int) -> tuple[float, int]:
+    """(design effect, window) of ``series`` with each phase's mean removed, or (nan, 0).
+
+    The phase means are planned levels, not correlation; but each removed mean also
+    takes away the slow part of the correlation inside its phase, about ``(2*window+1)/n``
+    of the long-run variance per phase. The estimate is corrected for that, and refused
+    (nan) when the phases are too short for the correction to hold (their means then
+    cannot be told from the correlation).
+    """
+    n = int(series.size)
+    residual = _without_phase_means(series, codes)
+    spread = float(residual.var())
+    total = float(series.var())
+    if spread <= 0.0 or total <= 0.0:
+        return math.nan, 0
+    time, window = integrated_time(residual)
+    # integrated_time corrected for one mean; every further phase mean costs as much.
+    lost = (phases - 1) * (2 * window + 1) / n
+    remaining = (1.0 - (2 * window + 1) / n) - lost
+    if remaining < 0.5 * (1.0 - (2 * window + 1) / n):
+        return math.nan, 0
+    time *= (1.0 - (2 * window + 1) / n) / remaining
+    return time * spread / total, window
+
+
+def scope_dependence(
+    indicator: np.ndarray, phases: np.ndarray, values: np.ndarray | None
+) -> Dependence:
+    """Design effect of a count over a scope of several phases, in send order.
+
+    One estimate over the whole scope, so the covariance between neighbouring phases is
+    kept. Each phase's mean is removed first (a burst's higher latencies are planned,
+    not correlation) when the phases are long enough for that (:func:`_phase_effect`);
+    otherwise the scope is taken whole, which counts any difference between phases as
+    correlation: conservative, never independent by construction.
     """
     n = int(indicator.size)
-    share = float(indicator.mean()) if n else 0.0
-    total = n * share * (1.0 - share)
-    if total <= 0.0:
+    if n < MIN_SERIAL_SAMPLES:
+        return unestimated(n)
+    _, codes = np.unique(phases, return_inverse=True)
+    count = int(codes.max()) + 1
+    series = [indicator.astype(np.float64)]
+    if values is not None:
+        series.append(normal_scores(values))
+    effect, window = 1.0, 0
+    for values_in_order in series:
+        time, lags = _phase_effect(values_in_order, codes, count)
+        if math.isnan(time):
+            return serial_dependence(*series)
+        if time - SCREEN_SDS * 2.0 * math.sqrt(lags / n) > 1.0 and time > effect:
+            effect, window = time, lags
+    if effect <= 1.0:
         return independent(n)
-    variances: list[float] = []
-    parts: list[Dependence] = []
-    for stratum in np.unique(strata):
-        chosen = strata == stratum
-        inside = indicator[chosen]
-        inner = float(inside.mean())
-        if inner in (0.0, 1.0):
-            continue  # a stratum all on one side adds no variance
-        part = _serial_for(inside, None if values is None else values[chosen])
-        variances.append(inside.size * inner * (1.0 - inner) * part.design_effect)
-        parts.append(part)
-    effect = sum(variances) / total
-    if effect <= 1.0 or all(part.independent for part in parts):
-        return independent(n)
-    noise = sum(v**2 / p.degrees_of_freedom for v, p in zip(variances, parts, strict=True))
-    degrees = math.inf if noise == 0.0 else sum(variances) ** 2 / noise
-    window = max(part.window for part in parts)
-    return Dependence(n, effect, degrees, "serial", window)
+    return Dependence(n, min(effect, float(n)), n / (2 * window + 1), "serial", window)
 
 
 def count_dependence(
@@ -202,10 +244,11 @@ def count_dependence(
     """Design effect of ``sum(indicator)`` (send order), by episodes when there are several.
 
     ``values`` (the latencies behind the indicator) add the normal-score estimate;
-    ``strata`` (phase of each request) make each phase its own stratum.
+    ``strata`` (phase of each request): the phases' means are removed where they can be
+    told from the correlation (:func:`scope_dependence`).
     """
     if episodes is not None and np.unique(episodes).size >= 2:
         return episode_dependence(indicator, episodes)
     if strata is not None and np.unique(strata).size >= 2:
-        return stratified_dependence(indicator, strata, values)
+        return scope_dependence(indicator, strata, values)
     return _serial_for(indicator, values)
