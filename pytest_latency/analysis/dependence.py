@@ -24,9 +24,10 @@ Two estimates, both from the data:
 ``D`` is never below 1. An estimate within 2.5 standard errors of independence counts
 as independence, so independent data keep the exact bound; a true ``D`` below that
 screen (about 1.7 at n = 400, 1.3 at n = 2000) is ignored, which at worst moves a 0.5%
-error side to about 2%. A scope under 64 requests is too short to estimate anything,
-and is never taken as independent: it counts as one request (``unestimated``) until
-repeated episodes say more. The window spans at most an eighth of the run. The
+error side to about 2%. A scope under 64 requests is never taken as independent: its
+estimate is used unscreened and its few degrees of freedom are paid for (``short``);
+under 8 requests nothing is estimated and the scope counts as one request
+(``unestimated``). Repeated episodes say more. The window spans at most an eighth of the run. The
 estimates assume the correlation fades within the run (stationary load within the
 scope). A run that is one long transient (a queue still growing when the phase ends)
 has no such evidence in it; repeat the episode instead.
@@ -44,15 +45,19 @@ import numpy as np
 # (twice as many of Sokal's integrated times). 3 kept false verdicts at an M/M/1 queue
 # within 1% and gives about 2.5 times the degrees of freedom of 8 (docs/statistics.md).
 WINDOW_FACTOR = 3.0
-# Below this many samples no correlation is estimated (the estimate would be noise).
+# Below this many samples an estimate of independence is no evidence of it: no screen,
+# and the estimate's few degrees of freedom are paid for (short_dependence).
 MIN_SERIAL_SAMPLES = 64
+# Below this many nothing is estimated: the scope counts as one request.
+MIN_SHORT_SAMPLES = 8
+SHORT_WINDOW_SHARE = 1.0 / 4.0
 # The window never spans more than this share of the run: beyond it the sum is noise.
 # Correlation longer than that is only partly seen, so repeat the episode instead.
 MAX_WINDOW_SHARE = 1.0 / 8.0
 # An estimate within this many standard errors of independence counts as independence.
 SCREEN_SDS = 2.5
 
-Method = Literal["independent", "serial", "episodes", "unestimated"]
+Method = Literal["independent", "serial", "episodes", "short", "unestimated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +76,8 @@ class Dependence:
 
     @property
     def independent(self) -> bool:
-        return self.design_effect <= 1.0
+        """Taken as independent: no design effect, and none left unpaid for (df finite)."""
+        return self.design_effect <= 1.0 and math.isinf(self.degrees_of_freedom)
 
 
 def independent(n: int) -> Dependence:
@@ -79,11 +85,7 @@ def independent(n: int) -> Dependence:
 
 
 def unestimated(n: int) -> Dependence:
-    """A scope too short to estimate its correlation: as if it were one request.
-
-    Never independent by default: a short burst is one queue, and its requests may all
-    share it. Only repeated episodes (or a longer scope) can show otherwise.
-    """
+    """A scope too short to estimate anything: as if it were one request."""
     return Dependence(n, float(max(n, 1)), math.inf, "unestimated")
 
 
@@ -99,7 +101,7 @@ def _autocorrelation(series: np.ndarray) -> np.ndarray | None:
     return normalised
 
 
-def integrated_time(series: np.ndarray) -> tuple[float, int]:
+def integrated_time(series: np.ndarray, share: float = MAX_WINDOW_SHARE) -> tuple[float, int]:
     """(1 + 2 * sum of autocorrelations, window) by Sokal's adaptive window.
 
     The sum is divided by ``1 - (2 * window + 1) / n``: the mean taken from the same data
@@ -109,7 +111,7 @@ def integrated_time(series: np.ndarray) -> tuple[float, int]:
     correlation = _autocorrelation(series)
     if correlation is None or n < 2:
         return 1.0, 0
-    longest = max(1, int(n * MAX_WINDOW_SHARE))
+    longest = max(1, int(n * share))
     sums = 1.0 + 2.0 * np.cumsum(correlation[1 : longest + 1])
     lags = np.arange(1, longest + 1)
     reached = np.flatnonzero(lags >= WINDOW_FACTOR * sums)
@@ -118,11 +120,30 @@ def integrated_time(series: np.ndarray) -> tuple[float, int]:
     return time / (1.0 - (2 * window + 1) / n), window
 
 
+def short_dependence(*series: np.ndarray) -> Dependence:
+    """A scope too short for the screen: the estimate is paid for, whatever it says.
+
+    Under 64 requests an estimate of independence is no evidence of it (a short burst
+    is one queue), so there is no screen: the design effect is the largest estimate, at
+    least 1, and its few degrees of freedom widen the bound (Student's t). The window
+    may span a quarter of the scope. Under ``MIN_SHORT_SAMPLES`` nothing is estimated.
+    """
+    n = int(series[0].size)
+    if n < MIN_SHORT_SAMPLES:
+        return unestimated(n)
+    effect, window = 1.0, 1
+    for values in series:
+        time, lags = integrated_time(values, SHORT_WINDOW_SHARE)
+        if time >= effect:
+            effect, window = time, max(lags, 1)
+    return Dependence(n, min(effect, float(n)), n / (2 * window + 1), "short", window)
+
+
 def serial_dependence(*series: np.ndarray) -> Dependence:
     """The largest design effect over ``series`` (one value per request, in send order)."""
     n = int(series[0].size)
     if n < MIN_SERIAL_SAMPLES:
-        return unestimated(n)
+        return short_dependence(*series)
     effect, window = 1.0, 0
     for values in series:
         time, lags = integrated_time(values)
@@ -149,8 +170,10 @@ def episode_dependence(indicator: np.ndarray, episodes: np.ndarray) -> Dependenc
     counts = np.bincount(index, weights=indicator.astype(np.float64), minlength=k)
     variance = float(((counts - share * sizes) ** 2).sum()) * k / (k - 1)
     effect = variance / (n * share * (1.0 - share))
-    # Few episodes make a poor variance estimate: never claim less than independence.
-    return Dependence(n, max(effect, 1.0), float(k - 1), "episodes")
+    if effect <= 1.0:
+        # Few episodes make a poor variance estimate: never claim less than independence.
+        return independent(n)
+    return Dependence(n, effect, float(k - 1), "episodes")
 
 
 def normal_scores(values: np.ndarray) -> np.ndarray:
@@ -167,7 +190,7 @@ def normal_scores(values: np.ndarray) -> np.ndarray:
 
 def _serial_for(indicator: np.ndarray, values: np.ndarray | None) -> Dependence:
     series = [indicator.astype(np.float64)]
-    if values is not None and values.size >= MIN_SERIAL_SAMPLES:
+    if values is not None and values.size >= MIN_SHORT_SAMPLES:
         series.append(normal_scores(values))
     return serial_dependence(*series)
 
@@ -217,7 +240,7 @@ def scope_dependence(
     """
     n = int(indicator.size)
     if n < MIN_SERIAL_SAMPLES:
-        return unestimated(n)
+        return _serial_for(indicator, values)
     _, codes = np.unique(phases, return_inverse=True)
     count = int(codes.max()) + 1
     series = [indicator.astype(np.float64)]

@@ -113,8 +113,14 @@ def dependence_note(dependence: Dependence) -> str:
     """What the bound paid for correlation, for the reason text ("" when nothing)."""
     if dependence.method == "unestimated":
         return (
-            f"; {dependence.n} requests in scope are too few to estimate their correlation"
-            " (64 needed), so they count as one: repeat the episode (repeat: k) or run longer"
+            f"; {dependence.n} requests in scope are too few to estimate their correlation,"
+            " so they count as one: repeat the episode (repeat: k) or run longer"
+        )
+    if dependence.method == "short":
+        return (
+            f"; only {dependence.n} requests in scope: their correlation is estimated with"
+            f" {dependence.degrees_of_freedom:.0f} degrees of freedom and paid for"
+            f" (effective n {dependence.n_effective:.0f}); 64+ requests, or repeat: k, decide more"
         )
     if dependence.independent:
         return ""
