@@ -278,3 +278,16 @@ def test_goodput_counts_good_requests_and_their_tokens() -> None:
     assert result.estimate_s == pytest.approx(0.5) and result.n == 4
     assert 0.0 <= result.lower_s <= 0.5 <= result.upper_s <= 1.0
     assert not math.isnan(result.lower_s)
+
+
+if __name__ == "__main__":
+    import sys
+
+    replicates = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    for utilisation, n in ((0.9, 1000), (0.7, 300), (0.7, 2000)):
+        fails, passes = queue_rates(21, replicates, n, utilisation, 1.0)
+        print(f"M/M/1 {utilisation} n={n}, ttft <= true p95, min 95%: {fails:.1%} / {passes:.1%}")
+    passes = queue_rates(23, replicates, 2000, 0.7, 2.0)[1]
+    print(f"same at 0.7, n=2000, limit 2x: pass {passes:.1%}")
+    fails = queue_rates(24, replicates, 2000, 0.7, 0.5)[0]
+    print(f"same at 0.7, n=2000, limit 0.5x: fail {fails:.1%}")

@@ -459,10 +459,40 @@ def measured_rates(reps: int) -> dict[str, float]:
     fails, passes = episode_rates(bursts, 20, 0.95, burst_truth(0.95, 100))
     rates["20 repeated bursts at truth: fail"] = fails
     rates["20 repeated bursts at truth: pass"] = passes
+    rates.update(issue_22_rates(reps))
+    return rates
+
+
+def issue_22_rates(reps: int) -> dict[str, float]:
+    """The rates of issue 22's rows on latencies (docs/statistics.md)."""
+    rates: dict[str, float] = {}
+    truth = mm1_truth(0.95, 0.7)
+    queue = mm1_sojourns(16, reps, 2000, 0.7)
+    rates["M/M/1 0.7 n=2000, limit 0.5x: fail"] = quantile_rates(queue, 0.95, 0.5 * truth)[0]
+    rates["M/M/1 0.7 n=2000, limit 2x: pass"] = quantile_rates(queue, 0.95, 2.0 * truth)[1]
+    for n in (8000, 12_000):
+        long = mm1_sojourns(17, reps, n, 0.7)
+        fails, passes = quantile_rates(long, 0.95, truth)
+        rates[f"M/M/1 0.7 n={n} at truth: fail"] = fails
+        rates[f"M/M/1 0.7 n={n} at truth: pass"] = passes
+        rates[f"M/M/1 0.7 n={n}, limit 2x: pass"] = quantile_rates(long, 0.95, 2.0 * truth)[1]
+    fails, passes = phase_rates(mm1_sojourns(12, reps, 1000, 0.9), 50, 0.95, mm1_truth(0.95, 0.9))
+    rates["M/M/1 0.9 n=1000 in 20 phases of 50, p95 at truth: fail"] = fails
+    rates["M/M/1 0.9 n=1000 in 20 phases of 50, p95 at truth: pass"] = passes
+    short = mm1_sojourns(15, reps, 50, 0.9)
+    for serial, name in ((True, "now"), (False, "as independent")):
+        fails, passes = quantile_rates(short, 0.5, mm1_truth(0.5, 0.9), serial=serial)
+        rates[f"50 requests of M/M/1 0.9, p50 at truth ({name}): fail"] = fails
+        rates[f"50 requests of M/M/1 0.9, p50 at truth ({name}): pass"] = passes
+    bursts = burst_over_its_limit(reps)
+    rates["one burst of 100, all over 700 ms: fail"] = _share(bursts, Verdict.FAIL)
+    rates["one burst of 100, all over 700 ms: pass"] = _share(bursts, Verdict.PASS)
     return rates
 
 
 if __name__ == "__main__":
     replicates = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    for name, rate in measured_rates(replicates).items():
+    only_issue_22 = sys.argv[2:] == ["issue-22"]
+    measure = issue_22_rates if only_issue_22 else measured_rates
+    for name, rate in measure(replicates).items():
         print(f"{rate:7.1%}  {name}")
