@@ -96,18 +96,32 @@ def decide(
     bounds = correlated_quantile_bounds(
         series.values, objective.p / 100.0, confidence, series.episodes, series.phases
     )
+    # A latency is never negative: where no order statistic is low enough to bound the
+    # quantile, the bound the data give is 0 s, not -inf (docs/statistics.md).
+    lower = max(bounds.lower, 0.0)
     verdict, reason = _classify(
-        bounds.lower, bounds.upper, objective.max_s, objective, confidence,
+        lower, bounds.upper, objective.max_s, objective, confidence,
         bounds.dependence.n_effective,
     )  # fmt: skip
     return ObjectiveResult(
-        objective, verdict, estimate, bounds.lower, bounds.upper, series.n, confidence,
+        objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
         reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
     )  # fmt: skip
 
 
 def dependence_note(dependence: Dependence) -> str:
     """What the bound paid for correlation, for the reason text ("" when nothing)."""
+    if dependence.method == "unestimated":
+        return (
+            f"; {dependence.n} requests in scope are too few to estimate their correlation,"
+            " so they count as one: repeat the episode (repeat: k) or run longer"
+        )
+    if dependence.method == "short":
+        return (
+            f"; only {dependence.n} requests in scope: their correlation is estimated with"
+            f" {dependence.degrees_of_freedom:.0f} degrees of freedom and paid for"
+            f" (effective n {dependence.n_effective:.0f}); 64+ requests, or repeat: k, decide more"
+        )
     if dependence.independent:
         return ""
     if dependence.method == "episodes":
