@@ -81,15 +81,55 @@ def test_failed_requests_count_against_latency_objectives():
     assert result.verdict is Verdict.FAIL and result.n == 600
 
 
-def test_error_rate_verdicts_use_exact_binomial_bounds():
+def test_clopper_pearson_is_the_exact_binomial_bound():
     lower, upper = clopper_pearson(0, 100, 0.99)
     assert lower == 0.0 and upper == pytest.approx(1 - 0.005 ** (1 / 100))
-    many_errors = _records([0.1] * 900 + [None] * 100)
-    assert decide(objective("error_rate", max="1%"), many_errors, 0.99).verdict is Verdict.FAIL
-    clean = _records([0.1] * 2000)
-    assert decide(objective("error_rate", max="1%"), clean, 0.99).verdict is Verdict.PASS
-    assert decide(objective("error_rate", max="1%"), clean[:100], 0.99).verdict is (
-        Verdict.INCONCLUSIVE
+
+
+def _in_order(flags):
+    """Records in the given send order, ``True`` for a failed (connection) request."""
+    records = []
+    for index, failed in enumerate(flags):
+        record = RequestRecord(id=index, phase="steady", intended_s=index * 0.1, input_tokens=10)
+        record.status = Status.CONNECTION_ERROR if failed else Status.OK
+        if not failed:
+            record.sent_s = record.intended_s
+            record.first_token_s, record.end_s = record.intended_s + 0.1, record.intended_s + 0.5
+        records.append(record)
+    return records
+
+
+def test_error_rate_counts_outages_and_a_run_that_saw_none_must_be_long_enough():
+    limit = objective("error_rate", max="1%")
+    many_errors = _records([0.1] * 900 + [None] * 100)  # 100 scattered failures: 10%
+    assert decide(limit, many_errors, 0.99).verdict is Verdict.FAIL
+    # No failure in 2,000 requests: an outage of 20 requests every 2,000 would be 1%,
+    # and a run this long misses it a third of the time. 10,597 requests decide it.
+    unseen = decide(limit, _records([0.1] * 2000), 0.99)
+    assert unseen.verdict is Verdict.INCONCLUSIVE
+    assert "10597+ requests without a failure" in unseen.reason
+    assert unseen.effective_n == pytest.approx(100.0)
+    assert decide(limit, _records([0.1] * 11_000), 0.99).verdict is Verdict.PASS
+
+
+def test_a_server_that_died_mid_run_has_a_useful_lower_bound_never_0_to_100():
+    # The issue's run: 150 planned, the server killed at request 60, every later one failed.
+    dead = _in_order([False] * 59 + [True] * 91)
+    limit = objective("error_rate", max="5%")
+    alone = decide(limit, dead, 0.99)
+    assert alone.verdict is Verdict.FAIL and alone.lower_s > 0.05
+    assert "the last 91 requests all failed" in alone.reason
+    # Shared with three more objectives (99.75% each): 91 failures in a row are three
+    # outages' worth of evidence, a lower bound of 4.2%; never 0%..100%.
+    shared = decide(limit, dead, 1 - 0.01 / 4)
+    assert shared.lower_s > 0.04 and shared.estimate_s == pytest.approx(91 / 150)
+
+
+def test_scattered_failures_far_over_the_limit_fail():
+    rng = np.random.default_rng(4)
+    flags = rng.random(150) < 0.3
+    assert decide(objective("error_rate", max="5%"), _in_order(flags), 0.99).verdict is (
+        Verdict.FAIL
     )
 
 
