@@ -176,3 +176,25 @@ def test_bracketed_order_statistics_are_exact(kind, monkeypatch):
     assert module.percentiles(values, points) == pytest.approx(
         np.percentile(values, points).tolist(), rel=1e-12
     )
+
+
+def test_failure_runs_are_outages_in_send_order_and_episodes_never_join():
+    from pytest_latency.analysis.outages import failure_runs
+
+    flags = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1], dtype=bool)
+    assert failure_runs(flags).tolist() == [2, 1, 3]
+    episodes = np.array([0, 0, 0, 0, 0, 0, 0, 1, 1])
+    assert failure_runs(flags, episodes).tolist() == [2, 1, 1, 2]
+    assert failure_runs(np.zeros(5, dtype=bool)).tolist() == []
+
+
+def test_an_outage_weighs_as_one_event_not_as_its_requests():
+    from pytest_latency.analysis.outages import outage_bounds
+
+    one_outage = np.zeros(2000, dtype=bool)
+    one_outage[500:530] = True  # 30 in a row: 1.5%
+    scattered = np.zeros(2000, dtype=bool)
+    scattered[::66] = True  # about 30 alone: 1.5%
+    clustered, alone = outage_bounds(one_outage, 0.99), outage_bounds(scattered, 0.99)
+    assert clustered.outages == 1 and alone.outages == scattered.sum()
+    assert clustered.lower < 0.001 < alone.lower and clustered.upper > alone.upper
