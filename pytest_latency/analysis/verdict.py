@@ -169,11 +169,23 @@ def _decide_error_rate(
     # unit of evidence, and a run that saw none may have missed one (analysis/outages.py).
     bounds = outage_bounds(failures.values, confidence, failures.episodes)
     verdict, _ = _classify(bounds.lower, bounds.upper, objective.max_s, objective)
+    if verdict is not Verdict.FAIL and _went_away(bounds, objective.max_s):
+        verdict = Verdict.FAIL
     return ObjectiveResult(
         objective, verdict, bounds.failed / offered, bounds.lower, bounds.upper, offered,
         confidence, error_rate_reason(verdict, bounds, objective.max_s, confidence),
         n_effective=bounds.n_effective,
     )  # fmt: skip
+
+
+def _went_away(bounds: OutageBounds, limit: float) -> bool:
+    """The run ended in failures covering half of it: the server went away.
+
+    Not a statistical verdict: an outage as long as the run is outside what the outage
+    bounds assume, so they can say little about it (20 of 20 failed is one outage), yet
+    a server that stopped answering must never pass. The run's own rate decides.
+    """
+    return 2 * bounds.failing_at_end >= bounds.offered and bounds.failed > limit * bounds.offered
 
 
 def error_rate_reason(
@@ -185,11 +197,16 @@ def error_rate_reason(
         seen += f" in {bounds.outages} outage(s) (runs of failures; the longest {bounds.longest})"
     if bounds.counted > bounds.outages:
         seen += f", counted as {bounds.counted} of at most {LONGEST_OUTAGE} requests"
-    if bounds.failing_at_end >= LONGEST_OUTAGE:
+    if 2 * bounds.failing_at_end >= bounds.offered or bounds.failing_at_end >= LONGEST_OUTAGE:
         seen += f"; the last {bounds.failing_at_end} requests all failed (the server went away?)"
     assumption = f"; an unseen outage is assumed to last {OUTAGE_REQUESTS} requests"
     if verdict is Verdict.PASS:
         return f"upper bound within the limit: {seen}{assumption}"
+    if verdict is Verdict.FAIL and bounds.lower <= limit:
+        return (
+            f"{seen}: the run ended in failures covering half of it, so its own rate"
+            " decides (an outage this long is outside what the bounds assume)"
+        )
     if verdict is Verdict.FAIL:
         return f"lower bound over the limit: {seen}"
     needed = requests_to_pass(limit, confidence)

@@ -119,10 +119,21 @@ def test_a_server_that_died_mid_run_has_a_useful_lower_bound_never_0_to_100():
     alone = decide(limit, dead, 0.99)
     assert alone.verdict is Verdict.FAIL and alone.lower_s > 0.05
     assert "the last 91 requests all failed" in alone.reason
-    # Shared with three more objectives (99.75% each): 91 failures in a row are three
-    # outages' worth of evidence, a lower bound of 4.2%; never 0%..100%.
+    # Shared with three more objectives (99.875% each): 91 failures in a row are three
+    # outages' worth of evidence, a lower bound of 4.2%, never 0%..100%; and a run that
+    # ends in failures covering half of it fails on its own rate (the server went away).
     shared = decide(limit, dead, 1 - 0.01 / 4)
     assert shared.lower_s > 0.04 and shared.estimate_s == pytest.approx(91 / 150)
+    assert shared.verdict is Verdict.FAIL and "covering half of it" in shared.reason
+    every = decide(objective("error_rate", max="50%"), _in_order([True] * 20), 0.99)
+    assert every.verdict is Verdict.FAIL
+
+
+def test_an_outage_that_ends_before_the_run_does_is_evidence_not_a_verdict():
+    # One outage of 30 in the middle of 150 requests (20%, limit 5%): one event.
+    flags = [False] * 60 + [True] * 30 + [False] * 60
+    result = decide(objective("error_rate", max="5%"), _in_order(flags), 0.99)
+    assert result.verdict is Verdict.INCONCLUSIVE and "1 outage(s)" in result.reason
 
 
 def test_scattered_failures_far_over_the_limit_fail():
