@@ -13,6 +13,7 @@ EXPECTED = {
     "RunFileError",
     "ServerStartError",
     "LatencyInconclusiveWarning",
+    "LatencyInfrastructureError",
     "LatencyObjectiveError",
     "LatencyResult",
     "LatencyRunInvalid",

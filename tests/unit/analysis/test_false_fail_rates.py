@@ -19,15 +19,10 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from pytest_latency.analysis.compare import (
-    PairMethod,
-    compare_blocks,
-    compare_quantiles,
-    per_sample_confidence,
-    signed_rank_ranks,
-)
+from pytest_latency.analysis.compare import compare_quantiles, per_sample_confidence
 from pytest_latency.analysis.dependence import count_dependence
 from pytest_latency.analysis.outages import outage_bounds
+from pytest_latency.analysis.paired_blocks import PairMethod, compare_blocks, signed_rank_ranks
 from pytest_latency.analysis.percentiles import (
     bound_ranks,
     correlated_quantile_bounds,
