@@ -208,6 +208,8 @@ def _minimum_bounds(effective: float, q: float, confidence: float, dependence: D
     if not math.isinf(dependence.degrees_of_freedom):
         critical = float(t.ppf(1.0 - tail, max(dependence.degrees_of_freedom, 1.0)))
         tail = float(norm.sf(critical))
+    if tail <= 0.0:  # an early look's confidence so high that the tail underflows
+        return False
     return effective > 0.0 and effective * math.log1p(-q) <= math.log(tail)
 
 

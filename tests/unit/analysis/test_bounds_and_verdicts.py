@@ -209,3 +209,14 @@ def test_an_outage_weighs_as_one_event_not_as_its_requests():
     clustered, alone = outage_bounds(one_outage, 0.99), outage_bounds(scattered, 0.99)
     assert clustered.outages == 1 and alone.outages == scattered.sum()
     assert clustered.lower < 0.001 < alone.lower and clustered.upper > alone.upper
+
+
+def test_an_early_looks_extreme_confidence_gives_no_bound_instead_of_a_math_error():
+    # until_decided's first look may decide at 1 - 5e-11; Student's t at few degrees of
+    # freedom then leaves a tail that underflows to 0 in the normal scale.
+    from pytest_latency.analysis.dependence import Dependence
+    from pytest_latency.analysis.percentiles import dependent_ranks
+
+    correlated = Dependence(n=60, design_effect=6.0, degrees_of_freedom=3.0, method="serial")
+    lower, upper = dependent_ranks(60, 0.95, 1.0 - 1e-300, correlated)
+    assert lower is None and upper is None
