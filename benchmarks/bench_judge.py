@@ -128,7 +128,7 @@ def time_judge(run_file: Path, objectives: Path) -> tuple[float, float, int]:
 
 
 def breakdown(run_file: Path, objectives: Path) -> None:
-    from pytest_latency.cli.main import judge_runs
+    from pytest_latency.cli.judge import judge_runs
     from pytest_latency.spec.slo_yaml import load_objectives
 
     started = time.perf_counter()

@@ -23,7 +23,6 @@ OPTIONS = {
 }
 OBJECTIVES = (
     objective("ttft", p=50, max="100ms"),
-    objective("error_rate", max="5%"),
 )
 
 

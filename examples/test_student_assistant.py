@@ -6,7 +6,6 @@ STEADY = Phase("steady", rate=5, duration_s=30, arrival="constant")  # evenly sp
 OBJECTIVES = (
     objective("ttft", p=95, max="700ms", phase="steady"),
     objective("tpot", p=50, max="40ms", phase="steady"),
-    objective("error_rate", max="5%"),
 )
 
 

@@ -12,6 +12,8 @@
     ├── ImageBuildError (RuntimeError)   ``pytest-latency images build`` could not build
     ├── ReceiverUnavailable           the OTLP receiver cannot listen where it was asked to
     ├── LatencyRunInvalid (RuntimeError)  the generator fell behind: the run decides nothing
+    │   └── LatencyInfrastructureError  the server went away or one error failed most
+    │                                 requests: the run measured no server
     └── LatencyObjectiveError (AssertionError)  objectives failed; the message is the evidence
 
     LatencyInconclusiveWarning (UserWarning)  an objective could not be decided
@@ -71,6 +73,13 @@ class ReceiverUnavailable(LatencyError):
 
 class LatencyRunInvalid(LatencyError, RuntimeError):
     """The run cannot decide anything: the load generator did not offer the planned load."""
+
+
+class LatencyInfrastructureError(LatencyRunInvalid):
+    """The run measured no server: it went away, exited, or one error (the same HTTP
+    status, connection refused) failed most requests. The message starts with
+    ``infrastructure:`` and carries the evidence (counts, first and last failed request,
+    the error text); the objectives are invalid, not statistics."""
 
 
 class LatencyObjectiveError(LatencyError, AssertionError):

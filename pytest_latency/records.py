@@ -3,29 +3,36 @@
 This module sits below the driver, analysis and reports: the driver fills records, the
 analysis reads them, and the JSON report, baselines and ``pytest-latency judge`` write and
 read them through :func:`record_to_dict`, :func:`record_from_dict` and :func:`read_runs`.
+The codec is derived from :class:`RequestRecord`'s fields; the document around the rows
+(its schema, bytes and atomic writes) and the typed field readers are
+:mod:`pytest_latency.file_format`'s.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_type_hints
 
 import numpy as np
 
 from pytest_latency.errors import RunFileError as RunFileError  # re-exported
-from pytest_latency.file_format import decode, encode
+from pytest_latency.file_format import RUN_SCHEMA as RUN_SCHEMA  # re-exported
+from pytest_latency.file_format import (
+    FieldReader,
+    field_reader,
+    read_integer,
+    read_number,
+    read_run_objects,
+)
 from pytest_latency.file_format import plugin_version as plugin_version  # re-exported
+from pytest_latency.file_format import write_runs as write_runs  # re-exported
 from pytest_latency.gaps import GapSummary, summarise
 
-RUN_SCHEMA = "pytest-latency/1"
 # The error of every request a phase's stop rule kept from being sent (status cancelled).
 STOPPED_EARLY = "stopped early: "
-# Baselines written before one format served both (read, never written).
-_LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
 
 
 class Status(StrEnum):
@@ -152,20 +159,20 @@ class RequestRecord:
         return (self.end_s - self.first_token_s) / (self.output_tokens - 1)
 
 
-# Fields a reader restores; the derived ones (ttft_s, e2e_s, ...) are written for people
-# and other tools, and recomputed from these on reading.
-_INT_FIELDS = ("id", "input_tokens")
-_OPTIONAL_INT_FIELDS = (
-    "max_tokens", "http_status", "output_tokens", "session", "turn", "prompt_tokens",
-    "cached_tokens",
-)  # fmt: skip
-_OPTIONAL_FLOAT_FIELDS = (
-    "sent_s", "first_token_s", "end_s", "queue_wait_s", "prefill_s", "decode_s",
-    "slot_wait_s",
-)  # fmt: skip
-_OPTIONAL_TEXT_FIELDS = ("error", "server_source", "prompt", "content")
+# The codec below is derived from RequestRecord's fields: a field added there is written
+# and read (and checked by its type) with nothing to list here. Not written: the raw server
+# reports, which the telemetry join reads before any file is; the gaps and their summary,
+# and the content, which have their own rules.
+_NOT_WRITTEN = frozenset({"server_timing", "stream_timings"})
+_GAPS_AND_CONTENT = ("itl_s", "itl_summary", "prompt", "content")
+# Written for people and other tools, derived from the other fields by every reader.
+DERIVED_FIELDS = ("ttft_s", "e2e_s", "tpot_s", "after_queue_s", "unattributed_s")
+_WRITTEN = tuple(
+    spec.name
+    for spec in fields(RequestRecord)
+    if spec.name not in _NOT_WRITTEN and spec.name not in _GAPS_AND_CONTENT
+)
 _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is not one)
-_STATUS_VALUES = frozenset(status.value for status in Status)
 
 
 def record_to_dict(
@@ -180,41 +187,13 @@ def record_to_dict(
     """
     if summary is None:
         (summary,) = summarise([record.itl_s], [record.itl_summary])
-    row = {
-        "id": record.id,
-        "trace_id": record.trace_id,
-        "phase": record.phase,
-        "episode": record.episode,
-        "status": record.status.value,
-        "error": record.error,
-        "http_status": record.http_status,
-        "intended_s": record.intended_s,
-        "sent_s": record.sent_s,
-        "slot_wait_s": record.slot_wait_s,
-        "first_token_s": record.first_token_s,
-        "end_s": record.end_s,
-        "ttft_s": record.ttft_s,
-        "e2e_s": record.e2e_s,
-        "itl_median_s": summary.median_s if summary else None,
-        "itl_max_s": summary.max_s if summary else None,
-        "itl_count": summary.count if summary else 0,
-        "tpot_s": record.tpot_s,
-        "queue_wait_s": record.queue_wait_s,
-        "prefill_s": record.prefill_s,
-        "decode_s": record.decode_s,
-        "after_queue_s": record.after_queue_s,
-        "unattributed_s": record.unattributed_s,
-        "server_source": record.server_source,
-        "input_tokens": record.input_tokens,
-        "max_tokens": record.max_tokens,
-        "output_tokens": record.output_tokens,
-        "output_tokens_source": record.output_tokens_source,
-        "input_tokens_source": record.input_tokens_source,
-        "prompt_tokens": record.prompt_tokens,
-        "cached_tokens": record.cached_tokens,
-        "session": record.session,
-        "turn": record.turn,
-    }
+    row = {name: getattr(record, name) for name in _WRITTEN}
+    row["status"] = record.status.value
+    row["itl_median_s"] = summary.median_s if summary else None
+    row["itl_max_s"] = summary.max_s if summary else None
+    row["itl_count"] = summary.count if summary else 0
+    for name in DERIVED_FIELDS:
+        row[name] = getattr(record, name)
     if record.prompt is not None:  # only with --latency-record-content: absent otherwise
         row["prompt"], row["content"] = record.prompt, record.content
     if keep_gaps and len(record.itl_s):
@@ -233,8 +212,6 @@ def records_to_dicts(
     ]
 
 
-# Written for people and other tools, derived from the other fields by every reader.
-DERIVED_FIELDS = ("ttft_s", "e2e_s", "tpot_s", "after_queue_s", "unattributed_s")
 _NOT_IN_BASELINES = ("itl_s", "prompt", "content")  # verdicts never read them
 _NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
 
@@ -256,56 +233,38 @@ def baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
-    """A record from its JSON object; ValueError naming the field that is wrong."""
+    """A record from its JSON object; ValueError naming the field that is wrong.
+
+    A missing or null field takes the record's default (files written before it existed),
+    except those without one and ``status``, which every request has.
+    """
     if not isinstance(row, Mapping):
         raise ValueError(f"a request must be an object, got {type(row).__name__}")
     values: dict[str, Any] = {}
-    for name in _INT_FIELDS:
-        values[name] = _integer(row, name, required=True)
-    for name in _OPTIONAL_INT_FIELDS:
-        values[name] = _integer(row, name, required=False)
-    for name in _OPTIONAL_FLOAT_FIELDS:
-        values[name] = _number(row, name, required=False)
-    for name in _OPTIONAL_TEXT_FIELDS:
-        values[name] = _text(row, name, required=False)
-    source = row.get("output_tokens_source")
-    if source is not None and source not in get_args(TokenSource):
-        raise ValueError(f"output_tokens_source must be usage or chunks, got {source!r}")
-    input_source = row.get("input_tokens_source", "estimate")
-    if input_source not in get_args(InputTokenSource):
-        raise ValueError(f"input_tokens_source must be tokenizer or estimate, got {input_source!r}")
+    for name, read, required in _READERS:
+        value = read(row, name, required)
+        if value is not None:
+            values[name] = value
     gaps = row.get("itl_s") or []
     # A set of the gaps' types, not a check per gap: a run file holds millions of gaps,
     # and this is most of the time spent reading one after the JSON parse itself.
     if not isinstance(gaps, list) or not {type(gap) for gap in gaps} <= _NUMBER_TYPES:
         raise ValueError("itl_s must be a list of numbers")
-    summary = None if gaps else _gap_summary(row)
-    status_text = row.get("status")
-    if status_text not in _STATUS_VALUES:
-        raise ValueError(f"status must be one of {', '.join(Status)}, got {status_text!r}")
-    status = Status(status_text)
     return RequestRecord(
-        phase=_text(row, "phase", required=True) or "",
-        intended_s=_number(row, "intended_s", required=True) or 0.0,
-        trace_id=_text(row, "trace_id", required=False) or "",
-        episode=_integer(row, "episode", required=False) or 0,
-        status=status,
-        output_tokens_source=source,
-        input_tokens_source=input_source,
         itl_s=np.asarray(gaps, dtype=np.float64),
-        itl_summary=summary,
+        itl_summary=None if gaps else _gap_summary(row),
         **values,
     )
 
 
 def _gap_summary(row: Mapping[str, Any]) -> GapSummary | None:
     """The stored summary of a row without gaps; None when it had no gap."""
-    count = _integer(row, "itl_count", required=False)
+    count = read_integer(row, "itl_count", False)
     if not count:
         return None
-    median = _number(row, "itl_median_s", required=True)
-    largest = _number(row, "itl_max_s", required=True)
-    assert median is not None and largest is not None  # required=True
+    median = read_number(row, "itl_median_s", True)
+    largest = read_number(row, "itl_max_s", True)
+    assert median is not None and largest is not None  # required
     if count < 0 or largest < median:
         raise ValueError(
             f"itl_count {count}, itl_median_s {median}, itl_max_s {largest}: inconsistent"
@@ -313,31 +272,22 @@ def _gap_summary(row: Mapping[str, Any]) -> GapSummary | None:
     return GapSummary(median, largest, count)
 
 
-def _integer(row: Mapping[str, Any], name: str, *, required: bool) -> int | None:
-    value = row.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    return value
+def _readers() -> tuple[tuple[str, FieldReader, bool], ...]:
+    """(field, reader, required) for every field a file holds. Required: the fields
+    without a default, and the status (``cancelled`` only while a record is filled)."""
+    hints = get_type_hints(RequestRecord)
+    return tuple(
+        (spec.name, field_reader(hints[spec.name], f"RequestRecord.{spec.name}"), _required(spec))
+        for spec in fields(RequestRecord)
+        if spec.name not in _NOT_WRITTEN and spec.name not in ("itl_s", "itl_summary")
+    )
 
 
-def _number(row: Mapping[str, Any], name: str, *, required: bool) -> float | None:
-    value = row.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
+def _required(spec: Field[Any]) -> bool:
+    return spec.name == "status" or (spec.default is MISSING and spec.default_factory is MISSING)
 
 
-def _text(row: Mapping[str, Any], name: str, *, required: bool) -> str | None:
-    value = row.get(name)
-    if value is None and not required:
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{name} must be a string, got {value!r}")
-    return value
+_READERS = _readers()
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,23 +307,7 @@ def read_runs(path: Path) -> list[StoredRun]:
 
     RunFileError names the file and what is wrong with it.
     """
-    try:
-        document = decode(path.read_bytes())
-    except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except (OSError, ValueError) as error:
-        raise RunFileError(f"{path}: not a readable JSON file ({error})") from None
-    if not isinstance(document, dict) or document.get("schema") not in (
-        RUN_SCHEMA,
-        _LEGACY_BASELINE_SCHEMA,
-    ):
-        raise RunFileError(f"{path}: not a pytest-latency file (schema {RUN_SCHEMA} expected)")
-    runs = document.get("runs")
-    if isinstance(runs, dict):  # the legacy baseline layout: runs keyed by test
-        runs = [{"test": key, **value} for key, value in runs.items() if isinstance(value, dict)]
-    if not isinstance(runs, list):
-        raise RunFileError(f"{path}: 'runs' must be a list")
-    return [_stored_run(path, index, run) for index, run in enumerate(runs)]
+    return [_stored_run(path, index, run) for index, run in enumerate(read_run_objects(path))]
 
 
 def _stored_run(path: Path, index: int, run: object) -> StoredRun:
@@ -400,18 +334,3 @@ def _stored_run(path: Path, index: int, run: object) -> StoredRun:
         records=records,
         document=run,
     )
-
-
-def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
-    """Write a ``pytest-latency/1`` document atomically; the folder is created if missing.
-
-    Each request is one line (a 10,000-request run stays readable with ``grep`` and
-    small); a name ending in ``.gz`` is gzipped. OSError or ValueError (a non-finite
-    number) leave any earlier file as it was.
-    """
-    document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
-    data = encode(document, gzipped=path.name.endswith(".gz"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

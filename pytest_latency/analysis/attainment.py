@@ -8,9 +8,14 @@ a **miss**: errors, timeouts, rejections, requests cancelled before sending and 
 dropped midway. The denominator is every *offered* request, so dropping a request can
 only turn a hit into a miss: attainment never rises by losing requests.
 
-The bound is the correlation-aware Clopper-Pearson bound of the error rate
-(:func:`~pytest_latency.analysis.verdict.proportion_bounds`) on the 0/1 miss series in
-send order: phases are strata and repeated episodes are clusters (:mod:`.dependence`).
+Attainment >= m is a quantile question: each request's **score** is its worst value
+over threshold (the largest ``value / threshold``; a failed request scores ``inf``), and
+attainment >= m exactly when the m-quantile of the scores is <= 1. That quantile is
+bounded like any latency percentile, by order statistics at the dependence of the
+scores in send order (:func:`~pytest_latency.analysis.percentiles.quantile_dependence`):
+the latencies carry the correlation, so a run with no misses still pays for the queue
+its requests shared (the 0/1 miss series alone would look independent). The printed
+bounds on the share are the same ranks read as shares.
 """
 
 from __future__ import annotations
@@ -21,23 +26,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_latency.analysis.dependence import count_dependence
+from pytest_latency.analysis.dependence import Dependence
+from pytest_latency.analysis.percentiles import dependent_ranks, quantile_dependence
 from pytest_latency.analysis.samples import failure_series, record_value
-from pytest_latency.analysis.verdict import (
-    ObjectiveResult,
-    Verdict,
-    dependence_note,
-    proportion_bounds,
-)
+from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, dependence_note
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
+# Halvings of the search for the printed attainment bounds: 2^-20, about one in a million.
+BISECTION_STEPS = 20
 
-def good_mask(
-    records: Sequence[RequestRecord], thresholds: Sequence[tuple[str, float]]
-) -> np.ndarray:
-    """True for each request (in the order given) that completed and meets every threshold."""
-    good = np.fromiter((record.ok for record in records), dtype=bool, count=len(records))
+
+def scores(records: Sequence[RequestRecord], thresholds: Sequence[tuple[str, float]]) -> np.ndarray:
+    """Each request's worst ``value / threshold`` (in the order given); ``inf`` if it failed.
+
+    A request is good exactly when its score is <= 1. A value undefined for a completed
+    request (no inter-token gap) is no miss and adds nothing (score 0 if nothing else).
+    """
+    worst = np.zeros(len(records), dtype=np.float64)
     for metric, limit in thresholds:
         values = np.fromiter(
             (
@@ -47,8 +53,21 @@ def good_mask(
             dtype=np.float64,
             count=len(records),
         )
-        # NaN: undefined for a completed request (no inter-token gap), not a miss.
-        good &= np.isnan(values) | (values <= limit)
+        np.fmax(worst, values / limit, out=worst)  # fmax: NaN (undefined) never wins
+    failed = np.fromiter((not record.ok for record in records), dtype=bool, count=len(records))
+    worst[failed] = math.inf
+    # Equal latencies read off different clock offsets differ in the last bits, and that
+    # noise grows with the send time: ranked, it would look like a trend. A billionth of
+    # the threshold is below any clock's resolution.
+    rounded: np.ndarray = np.round(worst, 9)
+    return rounded
+
+
+def good_mask(
+    records: Sequence[RequestRecord], thresholds: Sequence[tuple[str, float]]
+) -> np.ndarray:
+    """True for each request (in the order given) that completed and meets every threshold."""
+    good: np.ndarray = scores(records, thresholds) <= 1.0
     return good
 
 
@@ -62,18 +81,27 @@ def attainment(records: Sequence[RequestRecord], thresholds: Sequence[tuple[str,
 def decide_attainment(
     objective: Objective, records: Sequence[RequestRecord], confidence: float
 ) -> ObjectiveResult:
-    """PASS when the lower bound of attainment reaches ``min``, FAIL when the upper is under it."""
+    """PASS when the scores' ``min``-quantile is bounded at or under 1, FAIL when over it.
+
+    The bounds are :func:`~pytest_latency.analysis.percentiles.dependent_ranks` at the
+    correlation of the scores in send order (phases, episodes); the printed attainment
+    bounds are the same ranks read as shares (:func:`share_bounds`), so they agree.
+    """
     assert objective.min_value is not None  # validated by spec_gates
     in_order = sorted(records, key=lambda record: (record.episode, record.intended_s, record.id))
     ordered = failure_series(in_order)  # the send order's episodes and phases
-    good = good_mask(in_order, objective.thresholds)
-    offered, hits = good.size, int(good.sum())
-    misses = (~good).astype(np.float64)
-    dependence = count_dependence(misses, ordered.episodes, None, ordered.phases)
-    lower, upper = proportion_bounds(hits, offered, confidence, dependence)
-    if lower >= objective.min_value:
+    score = scores(in_order, objective.thresholds)
+    offered, hits = score.size, int((score <= 1.0).sum())
+    level = min(max(objective.min_value, 1e-9), 1.0 - 1e-9)
+    dependence = quantile_dependence(score, level, ordered.episodes, ordered.phases)
+    lower_rank, upper_rank = dependent_ranks(offered, level, confidence, dependence)
+    # The m-quantile's upper bound is the score at upper_rank: <= 1 when that many are good.
+    passed = upper_rank is not None and upper_rank <= hits
+    failed = lower_rank is not None and lower_rank > hits
+    lower, upper = share_bounds(hits, offered, confidence, dependence, (level, passed, failed))
+    if passed:
         verdict, reason = Verdict.PASS, "lower bound at or above the minimum"
-    elif upper < objective.min_value:
+    elif failed:
         verdict, reason = Verdict.FAIL, "upper bound under the minimum"
     else:
         verdict, reason = Verdict.INCONCLUSIVE, "the confidence interval straddles the minimum"
@@ -82,6 +110,43 @@ def decide_attainment(
         objective, verdict, hits / offered, lower, upper, offered, confidence,
         reason + dependence_note(dependence), n_effective=dependence.n_effective,
     )  # fmt: skip
+
+
+def share_bounds(
+    hits: int,
+    n: int,
+    confidence: float,
+    dependence: Dependence,
+    known: tuple[float, bool, bool] | None = None,
+) -> tuple[float, float]:
+    """Bounds on the good share: the shares m whose m-quantile test the hits decide.
+
+    lower = the largest m whose quantile bound passes (``upper rank <= hits``); upper =
+    the smallest m whose quantile bound fails (``lower rank > hits``). Both ranks grow
+    with m, so bisection finds them. ``known`` = (m, passed, failed) at one share already
+    decided, which seeds the search so the printed bounds agree with that verdict.
+    """
+
+    def passes(m: float) -> bool:
+        upper_rank = dependent_ranks(n, m, confidence, dependence)[1]
+        return upper_rank is not None and upper_rank <= hits
+
+    def fails(m: float) -> bool:
+        lower_rank = dependent_ranks(n, m, confidence, dependence)[0]
+        return lower_rank is not None and lower_rank > hits
+
+    low, high = 0.0, 1.0  # passes(low) or low == 0; not passes(high)
+    fail_low, fail_high = 0.0, 1.0  # not fails(fail_low); fails(fail_high) or it is 1
+    if known is not None:
+        m, passed, failed = known
+        low, high = (m, high) if passed else (low, m)
+        fail_low, fail_high = (fail_low, m) if failed else (m, fail_high)
+    for _ in range(BISECTION_STEPS):
+        middle = (low + high) / 2.0
+        low, high = (middle, high) if passes(middle) else (low, middle)
+        middle = (fail_low + fail_high) / 2.0
+        fail_low, fail_high = (fail_low, middle) if fails(middle) else (middle, fail_high)
+    return low, fail_high
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,6 +70,9 @@ def fingerprint(workload: Mapping[str, Any] | None, server: Mapping[str, Any]) -
     """What must match between a baseline run and a new run for a fair comparison."""
     shape = dict(workload or {})
     shape.pop("timeout_s", None)  # a deadline changes no request that met it
+    if "until_decided" in shape:  # episodes run until decided: their count varies by run
+        shape.pop("repeat", None)
+        shape.pop("cooldown_s", None)
     return {"workload": shape, "server": {name: server.get(name) for name in _SERVER_IDENTITY}}
 
 

@@ -9,12 +9,15 @@ range is probed only when the bracket reaches it. Each probe is run by a caller-
 function (a live run with warm-up and drain, or the sim in virtual time) that looks at
 its data at pre-planned fractions of the probe and may stop early once decided.
 
-Error control: the search plans at most ``max_probes`` probes, each gets an equal share
-of ``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
+Error control: the search plans at most ``max_probes`` probes (as many as the budget
+fits of the shortest probe that decides anything), each gets an equal share of
+``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
 Lan-DeMets O'Brien-Fleming spending function, look k deciding at
 ``1 - (f(t_k) - f(t_{k-1}))``. The shares add up to at most alpha (a union bound), so the
 chance that any verdict of the whole search is false stays under alpha whatever the
-dependence between looks: a probe stops only on a verdict its look's share allows.
+dependence between looks: a probe stops only on a verdict its look's share allows. A
+repeat at one rate decides on every probe at that rate (the next look of one sequential
+experiment; :mod:`.capacity_probe`), which the union bound covers as it covers looks.
 
 Assumption (stated in the result): **monotonicity**, every objective that passes at a
 rate also passes at every lower rate. A probe that contradicts it (a pass above a fail)
@@ -27,13 +30,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-from scipy.stats import norm
-
+from pytest_latency.analysis.looks import look_confidences as look_confidences  # re-exported
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
-from pytest_latency.spec.phase import MIN_SATURATION_GROWTH
 
 MONOTONICITY = (
     "every objective that passes at an offered rate passes at every lower rate"
@@ -47,6 +46,58 @@ RETRIES = 2  # probes at one undecided rate at most (each its own arrivals and a
 
 
 @dataclass(frozen=True, slots=True)
+class ProbeEvidence:
+    """What one probe verdict rests on: the estimate, its bounds, n and effective n.
+
+    ``decided_as`` is the hypothesis tested (a percentile as a proportion); ``pooled``
+    how many probes at this rate the verdict's requests came from (this one included).
+    For the queue check the estimate is the growth of in flight (req/s), without
+    bounds, and the limit the least growth that counts as runaway.
+    """
+
+    objective: str
+    decided_as: str
+    verdict: str
+    estimate: float
+    lower: float
+    upper: float
+    n: int
+    n_effective: float | None  # None for the queue check
+    unit: str  # fraction, seconds, or rps (the queue's growth)
+    pooled: int = 1
+    limit: float | None = None  # the hypothesis' limit, in unit
+    at_least: bool = True  # the estimate passes at or over the limit (else at or under)
+
+    @property
+    def lean(self) -> float:
+        """How far the estimate lies on the passing side of the limit, in half-widths of
+        its interval (negative on the failing side; 0 without a finite interval or limit)."""
+        half = (self.upper - self.lower) / 2.0
+        if self.limit is None or not math.isfinite(half) or half <= 0:
+            return 0.0
+        distance = self.estimate - self.limit if self.at_least else self.limit - self.estimate
+        return distance / half if math.isfinite(distance) else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        def finite(value: float) -> float | None:
+            return value if math.isfinite(value) else None
+
+        return {
+            "objective": self.objective,
+            "decided_as": self.decided_as,
+            "verdict": self.verdict,
+            "estimate": finite(self.estimate),
+            "lower": finite(self.lower),
+            "upper": finite(self.upper),
+            "n": self.n,
+            "n_effective": None if self.n_effective is None else finite(self.n_effective),
+            "unit": self.unit,
+            "pooled": self.pooled,
+            "limit": None if self.limit is None else finite(self.limit),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeResult:
     """One probe: the offered rate, what was offered, each objective's verdict."""
 
@@ -56,6 +107,14 @@ class ProbeResult:
     stopped_early: bool
     cost_s: float  # time spent, warm-up and drain included
     drain: str | None = None  # how a live probe's drain ended
+    evidence: tuple[ProbeEvidence, ...] = ()  # what each verdict rests on
+
+    @property
+    def lean(self) -> float:
+        """The weakest objective's :attr:`ProbeEvidence.lean` (the queue check aside):
+        how far this probe is from deciding, and which way it tends."""
+        leans = [item.lean for item in self.evidence if item.unit != "rps"]
+        return min(leans) if leans else 0.0
 
     @property
     def outcome(self) -> str:
@@ -74,6 +133,7 @@ class ProbeResult:
             "outcome": self.outcome,
             "cost_s": self.cost_s,
             "drain": self.drain,
+            "objectives": [item.to_json() for item in self.evidence],
         }
 
 
@@ -125,80 +185,6 @@ class CapacityResult:
         }
 
 
-SATURATION_SHARE = 0.1  # in flight growing at 10% of the offered rate: the queue runs away
-SATURATION_LABEL = "not over-saturated"
-SATURATION_Z = 6.0  # see saturated()
-
-
-def saturated(
-    records: Sequence[RequestRecord],
-    rate: float,
-    since_s: float | None = None,
-    z: float = SATURATION_Z,
-) -> bool:
-    """The queue grew without bound during the probe (so every latency limit fails in time).
-
-    In flight at each send (sent, not yet ended; never-ended counts as in flight) is
-    fitted against time by least squares: saturated when it grows at least
-    ``SATURATION_SHARE`` of the offered rate, and over the window by at least
-    ``MIN_SATURATION_GROWTH`` requests and ``z`` times the square root of the mean in
-    flight (a steady queue's wander): at z = 6 a steady queue near capacity is not called
-    saturated (0 of 100 seeded sim probes at 90% of the capacity, tests).
-    A finite probe of a runaway queue can hold too little independent evidence for a
-    percentile bound (one long transient); this is the direct evidence that it ran away.
-    ``since_s``: fit only sends from then on (in flight still counts every record), so
-    that the climb to the steady state during a warm-up is not taken for growth.
-    """
-    sent = sorted((r.sent_s, r.end_s) for r in records if r.sent_s is not None)
-    if len(sent) < 3:
-        return False
-    starts = np.array([start for start, _ in sent])
-    ends = np.sort(np.array([math.inf if end is None else end for _, end in sent]))
-    in_flight = np.arange(1, starts.size + 1) - np.searchsorted(ends, starts, side="right")
-    if since_s is not None:
-        keep = starts >= since_s
-        starts, in_flight = starts[keep], in_flight[keep]
-        if starts.size < 3:
-            return False
-    span = float(starts[-1] - starts[0])
-    if span <= 0:
-        return False
-    slope = float(np.polyfit(starts, in_flight, 1)[0])
-    least = max(MIN_SATURATION_GROWTH, z * math.sqrt(max(float(in_flight.mean()), 1.0)))
-    return slope >= SATURATION_SHARE * rate and slope * span >= least
-
-
-def as_proportion(goal: Objective) -> Objective:
-    """``metric pP <= L`` as the same hypothesis on a proportion: the share of requests
-    with ``metric <= L`` is at least P% (an attainment objective); other objectives as
-    they are.
-
-    The two say the same; their bounds differ in the correlation they pay for. A
-    percentile bound pays for the latencies' own correlation, which near capacity is
-    strong (a queue moves every TTFT together) even when all of them lie far under the
-    limit; the proportion pays for the correlation of being under the limit, which is
-    what the verdict is about (docs/capacity.md).
-    """
-    if (
-        goal.metric in ("ttft", "tpot", "itl", "e2e")
-        and goal.p is not None
-        and goal.max_s is not None
-        and goal.input_tokens is None
-        and goal.output_tokens is None
-    ):
-        return Objective(
-            metric="attainment", thresholds=((goal.metric, goal.max_s),), min_value=goal.p / 100
-        )
-    return goal
-
-
-def look_confidences(alpha: float, looks: Sequence[float]) -> list[float]:
-    """Per-look confidence spending ``alpha`` by O'Brien-Fleming (Lan-DeMets) over ``looks``."""
-    z = float(norm.isf(alpha / 2.0))
-    spent = [2.0 - 2.0 * float(norm.cdf(z / math.sqrt(t))) for t in looks]
-    spent[-1] = alpha  # the last look spends what is left
-    shares = [later - earlier for earlier, later in zip([0.0, *spent[:-1]], spent, strict=True)]
-    return [1.0 - max(share, 1e-300) for share in shares]
 
 
 def _bisect(low: float, high: float) -> float:
@@ -214,14 +200,19 @@ def search_capacity(
     confidence: float = 0.99,
     target_ratio: float = TARGET_RATIO,
     looks: Sequence[float] = DEFAULT_LOOKS,
+    shortest_probe_s: float | None = None,
 ) -> CapacityResult:
     """Bracket the capacity in ``rates`` (low, high req/s) within ``budget_s``.
 
-    ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain), used to
-    plan the probes and to never start one the budget cannot finish.
+    ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain): the search
+    never starts a probe the budget cannot finish. ``shortest_probe_s`` (default
+    ``probe_cost_s``) is the least time a probe that decides anything takes (its
+    warm-up and first look): the budget fits at most ``budget_s // shortest_probe_s``
+    of them, and each gets that share of alpha, so probes that fail early leave time
+    for more probes without breaking the error bound.
     """
     low, high = rates
-    max_probes = max(1, int(budget_s // probe_cost_s))
+    max_probes = max(1, int(budget_s // (shortest_probe_s or probe_cost_s)))
     confidences = look_confidences((1.0 - confidence) / max_probes, looks)
     result = CapacityResult(None, None, [], budget_s, 0.0, "")
     rate = _next_rate(result, low, high, target_ratio)
@@ -302,11 +293,15 @@ def _next_rate(
     wide = target_ratio * (1.0 + 1e-9)  # float slack: a step of exactly the ratio is done
     candidate: float | None = None
     # Around undecided rates, step by the target ratio rather than bisect to the range's
-    # ends: a probe that decides nothing is evidence the capacity is near it.
-    if band and band[0] / lower > wide:
-        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
-    elif band and upper / band[-1] > wide:
+    # ends: a probe that decides nothing is evidence the capacity is near it. Step first
+    # to the side the band's evidence leans to (over a band that leans to fail), where a
+    # probe is the more likely to decide.
+    under = bool(band) and band[0] / lower > wide
+    over = bool(band) and upper / band[-1] > wide
+    if over and (not under or _latest(result, band[-1]).lean < 0):
         candidate = min(_bisect(band[-1], upper), band[-1] * target_ratio)
+    elif under:
+        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
     elif not band and upper / lower > wide:
         candidate = _bisect(lower, upper)
     elif passed is None and low not in tried:
@@ -314,10 +309,24 @@ def _next_rate(
     elif failed is None and high not in tried:
         candidate = high  # the bracket reached the top: does the highest rate pass?
     elif band:  # the band is hemmed in: a fresh sample at its ends may decide
-        ends = (band[0], band[-1])
-        again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
-        return again[0] if again else None
+        return _end_to_repeat(result, band)
     return None if candidate is None or candidate in tried else candidate
+
+
+def _end_to_repeat(result: CapacityResult, band: Sequence[float]) -> float | None:
+    """The end of the band to probe again (pooled with what was offered there before):
+    the one whose evidence lies furthest from its limit, so most likely to decide
+    either way; either decision narrows the bracket. None when both had their retries."""
+    ends = sorted({band[0], band[-1]})
+    again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
+    if not again:
+        return None
+    return max(again, key=lambda rate: abs(_latest(result, rate).lean))
+
+
+def _latest(result: CapacityResult, rate: float) -> ProbeResult:
+    """The last probe at ``rate`` (a repeat's evidence pools the earlier ones)."""
+    return next(p for p in reversed(result.probes) if p.rate == rate)
 
 
 def _why_done(result: CapacityResult, low: float, high: float, target_ratio: float) -> str:

@@ -14,16 +14,20 @@ Two estimates, both from the data:
   any length inside an episode is covered.
 * **Send order** (one episode): the long-run variance of the 0/1 series in send order,
   summed over lags up to an adaptive window (Sokal's rule: the window is at least
-  ``WINDOW_FACTOR`` times the integrated autocorrelation time it yields), corrected for
-  the mean estimated from the same data, with ``n / (2 * window + 1)`` degrees of
-  freedom. Latency ranks (as normal scores) give a second estimate, the larger is used:
-  a slow queue shows in the whole distribution before it shows in a tail count.
+  ``WINDOW_FACTOR`` times the design effect it yields), corrected for the mean
+  estimated from the same data, with ``n / (2 * window + 1)`` degrees of freedom.
+  Latency ranks (as normal scores) give a second estimate, the larger is used: a slow
+  queue shows in the whole distribution before it shows in a tail count. A scope of
+  several phases is estimated whole, in send order, with each phase's mean removed
+  where the phases are long enough to tell their means from the correlation.
 
 ``D`` is never below 1. An estimate within 2.5 standard errors of independence counts
 as independence, so independent data keep the exact bound; a true ``D`` below that
 screen (about 1.7 at n = 400, 1.3 at n = 2000) is ignored, which at worst moves a 0.5%
-error side to about 2%. Runs under 64 requests in scope are taken as independent (no
-estimate is possible), and the window spans at most an eighth of the run. The
+error side to about 2%. A scope under 64 requests is never taken as independent: its
+estimate is used unscreened and its few degrees of freedom are paid for (``short``);
+under 8 requests nothing is estimated and the scope counts as one request
+(``unestimated``). Repeated episodes say more. The window spans at most an eighth of the run. The
 estimates assume the correlation fades within the run (stationary load within the
 scope). A run that is one long transient (a queue still growing when the phase ends)
 has no such evidence in it; repeat the episode instead.
@@ -37,18 +41,23 @@ from typing import Literal
 
 import numpy as np
 
-# Sokal's window factor: sum autocorrelations to at least this many autocorrelation
-# times. 8 kept false verdicts at an M/M/1 queue within 2% (docs/statistics.md).
-WINDOW_FACTOR = 8.0
-# Below this many samples no correlation is estimated (the estimate would be noise).
+# Sokal's window factor: sum autocorrelations to at least this many design effects
+# (twice as many of Sokal's integrated times). 3 kept false verdicts at an M/M/1 queue
+# within 1% and gives about 2.5 times the degrees of freedom of 8 (docs/statistics.md).
+WINDOW_FACTOR = 3.0
+# Below this many samples an estimate of independence is no evidence of it: no screen,
+# and the estimate's few degrees of freedom are paid for (short_dependence).
 MIN_SERIAL_SAMPLES = 64
+# Below this many nothing is estimated: the scope counts as one request.
+MIN_SHORT_SAMPLES = 8
+SHORT_WINDOW_SHARE = 1.0 / 4.0
 # The window never spans more than this share of the run: beyond it the sum is noise.
 # Correlation longer than that is only partly seen, so repeat the episode instead.
 MAX_WINDOW_SHARE = 1.0 / 8.0
 # An estimate within this many standard errors of independence counts as independence.
 SCREEN_SDS = 2.5
 
-Method = Literal["independent", "serial", "episodes"]
+Method = Literal["independent", "serial", "episodes", "short", "unestimated"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +76,17 @@ class Dependence:
 
     @property
     def independent(self) -> bool:
-        return self.design_effect <= 1.0
+        """Taken as independent: no design effect, and none left unpaid for (df finite)."""
+        return self.design_effect <= 1.0 and math.isinf(self.degrees_of_freedom)
 
 
 def independent(n: int) -> Dependence:
     return Dependence(n=n, design_effect=1.0, degrees_of_freedom=math.inf, method="independent")
+
+
+def unestimated(n: int) -> Dependence:
+    """A scope too short to estimate anything: as if it were one request."""
+    return Dependence(n, float(max(n, 1)), math.inf, "unestimated")
 
 
 def _autocorrelation(series: np.ndarray) -> np.ndarray | None:
@@ -86,7 +101,7 @@ def _autocorrelation(series: np.ndarray) -> np.ndarray | None:
     return normalised
 
 
-def integrated_time(series: np.ndarray) -> tuple[float, int]:
+def integrated_time(series: np.ndarray, share: float = MAX_WINDOW_SHARE) -> tuple[float, int]:
     """(1 + 2 * sum of autocorrelations, window) by Sokal's adaptive window.
 
     The sum is divided by ``1 - (2 * window + 1) / n``: the mean taken from the same data
@@ -96,7 +111,7 @@ def integrated_time(series: np.ndarray) -> tuple[float, int]:
     correlation = _autocorrelation(series)
     if correlation is None or n < 2:
         return 1.0, 0
-    longest = max(1, int(n * MAX_WINDOW_SHARE))
+    longest = max(1, int(n * share))
     sums = 1.0 + 2.0 * np.cumsum(correlation[1 : longest + 1])
     lags = np.arange(1, longest + 1)
     reached = np.flatnonzero(lags >= WINDOW_FACTOR * sums)
@@ -105,11 +120,30 @@ def integrated_time(series: np.ndarray) -> tuple[float, int]:
     return time / (1.0 - (2 * window + 1) / n), window
 
 
+def short_dependence(*series: np.ndarray) -> Dependence:
+    """A scope too short for the screen: the estimate is paid for, whatever it says.
+
+    Under 64 requests an estimate of independence is no evidence of it (a short burst
+    is one queue), so there is no screen: the design effect is the largest estimate, at
+    least 1, and its few degrees of freedom widen the bound (Student's t). The window
+    may span a quarter of the scope. Under ``MIN_SHORT_SAMPLES`` nothing is estimated.
+    """
+    n = int(series[0].size)
+    if n < MIN_SHORT_SAMPLES:
+        return unestimated(n)
+    effect, window = 1.0, 1
+    for values in series:
+        time, lags = integrated_time(values, SHORT_WINDOW_SHARE)
+        if time >= effect:
+            effect, window = time, max(lags, 1)
+    return Dependence(n, min(effect, float(n)), n / (2 * window + 1), "short", window)
+
+
 def serial_dependence(*series: np.ndarray) -> Dependence:
     """The largest design effect over ``series`` (one value per request, in send order)."""
     n = int(series[0].size)
     if n < MIN_SERIAL_SAMPLES:
-        return independent(n)
+        return short_dependence(*series)
     effect, window = 1.0, 0
     for values in series:
         time, lags = integrated_time(values)
@@ -121,7 +155,7 @@ def serial_dependence(*series: np.ndarray) -> Dependence:
     if effect <= 1.0:
         return independent(n)
     degrees = n / (2 * window + 1)
-    return Dependence(n, effect, degrees, "serial", window)
+    return Dependence(n, min(effect, float(n)), degrees, "serial", window)
 
 
 def episode_dependence(indicator: np.ndarray, episodes: np.ndarray) -> Dependence:
@@ -136,8 +170,10 @@ def episode_dependence(indicator: np.ndarray, episodes: np.ndarray) -> Dependenc
     counts = np.bincount(index, weights=indicator.astype(np.float64), minlength=k)
     variance = float(((counts - share * sizes) ** 2).sum()) * k / (k - 1)
     effect = variance / (n * share * (1.0 - share))
-    # Few episodes make a poor variance estimate: never claim less than independence.
-    return Dependence(n, max(effect, 1.0), float(k - 1), "episodes")
+    if effect <= 1.0:
+        # Few episodes make a poor variance estimate: never claim less than independence.
+        return independent(n)
+    return Dependence(n, effect, float(k - 1), "episodes")
 
 
 def normal_scores(values: np.ndarray) -> np.ndarray:
@@ -154,43 +190,72 @@ def normal_scores(values: np.ndarray) -> np.ndarray:
 
 def _serial_for(indicator: np.ndarray, values: np.ndarray | None) -> Dependence:
     series = [indicator.astype(np.float64)]
-    if values is not None and values.size >= MIN_SERIAL_SAMPLES:
+    if values is not None and values.size >= MIN_SHORT_SAMPLES:
         series.append(normal_scores(values))
     return serial_dependence(*series)
 
 
-def stratified_dependence(
-    indicator: np.ndarray, strata: np.ndarray, values: np.ndarray | None
-) -> Dependence:
-    """Design effect of a count over planned strata (phases), each estimated on its own.
+def _without_phase_means(series: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    sums = np.bincount(codes, weights=series)
+    sizes = np.bincount(codes)
+    residual: np.ndarray = series - (sums / sizes)[codes]
+    return residual
 
-    Phases are part of the plan, not noise: a burst's higher latencies are a fixed
-    stratum, not a correlation. Each phase's count variance is estimated within the
-    phase; the variances add, and their degrees of freedom combine (Satterthwaite).
+
+def _phase_effect(series: np.ndarray, codes: np.ndarray, phases: int) -> tuple[float, int]:
+    """(design effect, window) of ``series`` with each phase's mean removed, or (nan, 0).
+
+    The phase means are planned levels, not correlation; but each removed mean also
+    takes away the slow part of the correlation inside its phase, about ``(2*window+1)/n``
+    of the long-run variance per phase. The estimate is corrected for that, and refused
+    (nan) when the phases are too short for the correction to hold (their means then
+    cannot be told from the correlation).
+    """
+    n = int(series.size)
+    residual = _without_phase_means(series, codes)
+    spread = float(residual.var())
+    total = float(series.var())
+    if spread <= 0.0 or total <= 0.0:
+        return math.nan, 0
+    time, window = integrated_time(residual)
+    # integrated_time corrected for one mean; every further phase mean costs as much.
+    lost = (phases - 1) * (2 * window + 1) / n
+    remaining = (1.0 - (2 * window + 1) / n) - lost
+    if remaining < 0.5 * (1.0 - (2 * window + 1) / n):
+        return math.nan, 0
+    time *= (1.0 - (2 * window + 1) / n) / remaining
+    return time * spread / total, window
+
+
+def scope_dependence(
+    indicator: np.ndarray, phases: np.ndarray, values: np.ndarray | None
+) -> Dependence:
+    """Design effect of a count over a scope of several phases, in send order.
+
+    One estimate over the whole scope, so the covariance between neighbouring phases is
+    kept. Each phase's mean is removed first (a burst's higher latencies are planned,
+    not correlation) when the phases are long enough for that (:func:`_phase_effect`);
+    otherwise the scope is taken whole, which counts any difference between phases as
+    correlation: conservative, never independent by construction.
     """
     n = int(indicator.size)
-    share = float(indicator.mean()) if n else 0.0
-    total = n * share * (1.0 - share)
-    if total <= 0.0:
+    if n < MIN_SERIAL_SAMPLES:
+        return _serial_for(indicator, values)
+    _, codes = np.unique(phases, return_inverse=True)
+    count = int(codes.max()) + 1
+    series = [indicator.astype(np.float64)]
+    if values is not None:
+        series.append(normal_scores(values))
+    effect, window = 1.0, 0
+    for values_in_order in series:
+        time, lags = _phase_effect(values_in_order, codes, count)
+        if math.isnan(time):
+            return serial_dependence(*series)
+        if time - SCREEN_SDS * 2.0 * math.sqrt(lags / n) > 1.0 and time > effect:
+            effect, window = time, lags
+    if effect <= 1.0:
         return independent(n)
-    variances: list[float] = []
-    parts: list[Dependence] = []
-    for stratum in np.unique(strata):
-        chosen = strata == stratum
-        inside = indicator[chosen]
-        inner = float(inside.mean())
-        if inner in (0.0, 1.0):
-            continue  # a stratum all on one side adds no variance
-        part = _serial_for(inside, None if values is None else values[chosen])
-        variances.append(inside.size * inner * (1.0 - inner) * part.design_effect)
-        parts.append(part)
-    effect = sum(variances) / total
-    if effect <= 1.0 or all(part.independent for part in parts):
-        return independent(n)
-    noise = sum(v**2 / p.degrees_of_freedom for v, p in zip(variances, parts, strict=True))
-    degrees = math.inf if noise == 0.0 else sum(variances) ** 2 / noise
-    window = max(part.window for part in parts)
-    return Dependence(n, effect, degrees, "serial", window)
+    return Dependence(n, min(effect, float(n)), n / (2 * window + 1), "serial", window)
 
 
 def count_dependence(
@@ -202,10 +267,11 @@ def count_dependence(
     """Design effect of ``sum(indicator)`` (send order), by episodes when there are several.
 
     ``values`` (the latencies behind the indicator) add the normal-score estimate;
-    ``strata`` (phase of each request) make each phase its own stratum.
+    ``strata`` (phase of each request): the phases' means are removed where they can be
+    told from the correlation (:func:`scope_dependence`).
     """
     if episodes is not None and np.unique(episodes).size >= 2:
         return episode_dependence(indicator, episodes)
     if strata is not None and np.unique(strata).size >= 2:
-        return stratified_dependence(indicator, strata, values)
+        return scope_dependence(indicator, strata, values)
     return _serial_for(indicator, values)

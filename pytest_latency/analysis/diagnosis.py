@@ -20,6 +20,7 @@ import numpy as np
 
 from pytest_latency.analysis.columns import Columns as RunColumns
 from pytest_latency.analysis.columns import float_column
+from pytest_latency.analysis.diagnosis_errors import failures
 from pytest_latency.analysis.diagnosis_rules import (
     BATCH_MIN_N,
     BATCH_RATIO,
@@ -57,6 +58,7 @@ __all__ = (
 )
 
 RULES: tuple[str, ...] = (
+    "errors",
     "queueing",
     "cold_start",
     "long_context",
@@ -84,6 +86,7 @@ def diagnose(
         begin = workload.phase_start_s(phase.name)
         windows[phase.name] = (begin, begin + phase.duration_s)
     found = [
+        failures(records, [phase.name for phase in workload.phases]),
         queueing(c, windows, server_metrics),
         cold_start(c, warmed_up=workload.warmup_requests > 0),
         long_context(c),

@@ -65,6 +65,17 @@ def spent_confidence(confidence: float, decided_before: int, count: int) -> floa
     return 1.0 - alpha * 6.0 / (math.pi**2 * last**2)
 
 
+def planned_confidence(count: int, decided_before: int | None = None) -> float:
+    """Each of ``count`` objectives' confidence at the default 99%: shared by them, or
+    their share of the session's budget when ``decided_before`` objectives took theirs."""
+    from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+    from pytest_latency.analysis.verdict import objective_confidence
+
+    if decided_before is not None:
+        return spent_confidence(DEFAULT_CONFIDENCE, decided_before, count)
+    return objective_confidence(count, DEFAULT_CONFIDENCE)
+
+
 def decide_objectives(
     objectives: Sequence[Objective],
     records: Sequence[RequestRecord],
@@ -103,9 +114,21 @@ def decide_objectives(
             results.append(decide_relative(objective, scoped, runs, confidence))
         else:
             results.append(decide(objective, scoped, confidence))
+    if workload is not None:
+        results = [_with_advice(result, workload) for result in results]
     if invalid_reason is not None:
         results = [
             dataclasses.replace(result, verdict=Verdict.INVALID, reason=invalid_reason)
             for result in results
         ]
     return results
+
+
+def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:
+    """An inconclusive result's reason, with what would decide it (analysis/planning.py)."""
+    from pytest_latency.analysis.planning import what_would_decide
+
+    advice = what_would_decide(result, workload)
+    if not advice:
+        return result
+    return dataclasses.replace(result, reason=f"{result.reason}; {advice}")

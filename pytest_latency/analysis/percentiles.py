@@ -178,20 +178,39 @@ def dependent_ranks(
     sits at the same *fraction* of the sample as it would for the effective n, rounded
     outwards. With ``D = 1`` these are exactly :func:`bound_ranks`' ranks.
     """
-    if dependence.independent or n <= 0:
-        return bound_ranks(n, q, confidence)
+    if dependence.independent or n <= 0 or not 0.0 < q < 1.0:
+        return bound_ranks(n, q, confidence)  # which also refuses a q outside (0, 1)
     effective = math.floor(n / dependence.design_effect)
-    if effective < 1:
-        return None, None
     adjusted = adjusted_confidence(confidence, dependence)
-    if adjusted >= 1.0:  # so few degrees of freedom that no finite bound exists
-        return None, None
-    lower, upper = bound_ranks(effective, q, adjusted)
-    scale = n / effective
-    return (
-        None if lower is None else max(1, math.floor(lower * scale)),
-        None if upper is None else min(n, math.ceil(upper * scale)),
-    )
+    lower: int | None = None
+    upper: int | None = None
+    if effective >= 1 and adjusted < 1.0:  # else so few df that no rank is far enough
+        lower, upper = bound_ranks(effective, q, adjusted)
+        scale = n / effective
+        lower = None if lower is None else max(1, math.floor(lower * scale))
+        upper = None if upper is None else min(n, math.ceil(upper * scale))
+    if lower is None and _minimum_bounds(n / dependence.design_effect, q, confidence, dependence):
+        lower = 1
+    return lower, upper
+
+
+def _minimum_bounds(effective: float, q: float, confidence: float, dependence: Dependence) -> bool:
+    """Whether the sample minimum is a lower bound of the q-quantile at ``confidence``.
+
+    It is not one only if every one of the ``effective`` independent units lies above
+    the quantile: chance ``(1 - q) ** effective``. Unlike the ranks above this needs no
+    whole number of units, and the side's error is taken from Student's t directly, so
+    a handful of effective requests far over a limit still bound it from below.
+    """
+    from scipy.stats import norm, t
+
+    tail = (1.0 - confidence) / 2.0
+    if not math.isinf(dependence.degrees_of_freedom):
+        critical = float(t.ppf(1.0 - tail, max(dependence.degrees_of_freedom, 1.0)))
+        tail = float(norm.sf(critical))
+    if tail <= 0.0:  # an early look's confidence so high that the tail underflows
+        return False
+    return effective > 0.0 and effective * math.log1p(-q) <= math.log(tail)
 
 
 def quantile_dependence(

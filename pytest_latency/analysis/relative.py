@@ -43,10 +43,15 @@ def decide_relative(
         confidence=confidence,
     )
     warnings: tuple[str, ...] = ()
+    if len(baseline) == 1:
+        warnings += (
+            f"{objective.label}: the baseline holds one run, so between-run noise is"
+            " assumed to be zero; save several runs (--latency-baseline-history)",
+        )
     pooled = [record for run in baseline for record in run]
     shift = mix_shift(cohort_counts(pooled), cohort_counts(candidate))
     if shift > MIX_SHIFT_WARNING:
-        warnings = (
+        warnings += (
             f"{objective.label}: the cohort mix changed since the baseline (total variation "
             f"{shift:.2f} > {MIX_SHIFT_WARNING}): compare like with like",
         )

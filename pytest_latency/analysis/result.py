@@ -9,6 +9,8 @@ from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.diagnosis import Finding, diagnose
 from pytest_latency.analysis.health import GeneratorHealth
+from pytest_latency.analysis.infrastructure import InfrastructureFailure, classify
+from pytest_latency.analysis.looks import UntilDecided
 from pytest_latency.analysis.objectives import (
     decide_objectives,
     in_scope,
@@ -66,6 +68,9 @@ class LatencyResult:
     # A capacity search (docs/capacity.md): its bracket and probes, and what it was given.
     capacity: CapacityResult | None = None
     capacity_spec: CapacitySpec | None = None
+    # A run extended until decided (analysis/looks.py): its looks and budget. Its
+    # objectives are judged at the last look's share of the error budget, as it was.
+    until_decided: UntilDecided | None = None
 
     @property
     def offered(self) -> int:
@@ -106,6 +111,11 @@ class LatencyResult:
             for phase in self.workload.phases
         ]
 
+    def infrastructure(self) -> InfrastructureFailure | None:
+        """Why the run measured no server (it went away, exited, or one error failed
+        most requests), or None: such a run is invalid, not statistics."""
+        return classify(self.records, self.server_exit)
+
     def diagnosis(self) -> list[Finding]:
         """Bottleneck hypotheses with their evidence and the check to run next."""
         return diagnose(self.records, self.workload, self.server_metrics)
@@ -127,6 +137,8 @@ class LatencyResult:
             confidence = self.error_budget.take(len(objectives), self.confidence)
         else:
             confidence = objective_confidence(len(objectives), self.confidence)
+        if self.until_decided is not None:
+            confidence = self.until_decided.final_confidence(confidence)
         for objective in objectives:
             self._check_capacity(objective)
             self.phase_records(objective.phase)  # an unknown phase is an error
@@ -135,6 +147,9 @@ class LatencyResult:
         invalid = None
         if self.health is not None and not self.health.valid:
             invalid = "; ".join(self.health.reasons)
+        infrastructure = self.infrastructure()
+        if infrastructure is not None:  # the likelier cause of a lagging generator too
+            invalid = infrastructure.headline
         if self.interrupted:
             invalid = f"the run was cut short ({self.interrupted})"
         results = decide_objectives(

@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from pytest_latency.analysis.dependence import Dependence, count_dependence, independent
+from pytest_latency.analysis.dependence import Dependence, independent
+from pytest_latency.analysis.outages import (
+    LONGEST_OUTAGE,
+    OUTAGE_REQUESTS,
+    OutageBounds,
+    outage_bounds,
+    requests_to_pass,
+)
 from pytest_latency.analysis.percentiles import (
     DEFAULT_CONFIDENCE,
     adjusted_confidence,
@@ -96,18 +103,32 @@ def decide(
     bounds = correlated_quantile_bounds(
         series.values, objective.p / 100.0, confidence, series.episodes, series.phases
     )
+    # A latency is never negative: where no order statistic is low enough to bound the
+    # quantile, the bound the data give is 0 s, not -inf (docs/statistics.md).
+    lower = max(bounds.lower, 0.0)
     verdict, reason = _classify(
-        bounds.lower, bounds.upper, objective.max_s, objective, confidence,
+        lower, bounds.upper, objective.max_s, objective, confidence,
         bounds.dependence.n_effective,
     )  # fmt: skip
     return ObjectiveResult(
-        objective, verdict, estimate, bounds.lower, bounds.upper, series.n, confidence,
+        objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
         reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
     )  # fmt: skip
 
 
 def dependence_note(dependence: Dependence) -> str:
     """What the bound paid for correlation, for the reason text ("" when nothing)."""
+    if dependence.method == "unestimated":
+        return (
+            f"; {dependence.n} requests in scope are too few to estimate their correlation,"
+            " so they count as one: repeat the episode (repeat: k) or run longer"
+        )
+    if dependence.method == "short":
+        return (
+            f"; only {dependence.n} requests in scope: their correlation is estimated with"
+            f" {dependence.degrees_of_freedom:.0f} degrees of freedom and paid for"
+            f" (effective n {dependence.n_effective:.0f}); 64+ requests, or repeat: k, decide more"
+        )
     if dependence.independent:
         return ""
     if dependence.method == "episodes":
@@ -157,21 +178,58 @@ def _decide_error_rate(
             objective, Verdict.INCONCLUSIVE, math.nan, 0.0, 1.0, 0, confidence,
             "nothing offered", n_effective=0.0,
         )  # fmt: skip
-    failed = int(failures.values.sum())
-    # Failures that come in runs (a crash takes 20 requests in a row) are one event, not 20.
-    dependence = count_dependence(failures.values, failures.episodes, None, failures.phases)
-    lower, upper = proportion_bounds(failed, offered, confidence, dependence)
-    estimate = failed / offered
     assert objective.max_s is not None  # validated: error_rate always has a max
-    verdict, reason = _classify(lower, upper, objective.max_s, objective)
-    if verdict is Verdict.INCONCLUSIVE:
-        reason = (
-            f"{failed}/{offered} failed: too few requests to bound the rate at {confidence:.3g}"
-        )
+    # Failures come as outages (a crash takes 20 requests in a row): the outage is the
+    # unit of evidence, and a run that saw none may have missed one (analysis/outages.py).
+    bounds = outage_bounds(failures.values, confidence, failures.episodes)
+    verdict, _ = _classify(bounds.lower, bounds.upper, objective.max_s, objective)
+    if verdict is not Verdict.FAIL and _went_away(bounds, objective.max_s):
+        verdict = Verdict.FAIL
     return ObjectiveResult(
-        objective, verdict, estimate, lower, upper, offered, confidence,
-        reason + dependence_note(dependence), n_effective=dependence.n_effective,
+        objective, verdict, bounds.failed / offered, bounds.lower, bounds.upper, offered,
+        confidence, error_rate_reason(verdict, bounds, objective.max_s, confidence),
+        n_effective=bounds.n_effective,
     )  # fmt: skip
+
+
+def _went_away(bounds: OutageBounds, limit: float) -> bool:
+    """The run ended in failures covering half of it: the server went away.
+
+    Not a statistical verdict: an outage as long as the run is outside what the outage
+    bounds assume, so they can say little about it (20 of 20 failed is one outage), yet
+    a server that stopped answering must never pass. The run's own rate decides.
+    """
+    return 2 * bounds.failing_at_end >= bounds.offered and bounds.failed > limit * bounds.offered
+
+
+def error_rate_reason(
+    verdict: Verdict, bounds: OutageBounds, limit: float, confidence: float
+) -> str:
+    """What an error-rate verdict rests on: the outages seen and the one assumed unseen."""
+    seen = f"{bounds.failed}/{bounds.offered} failed"
+    if bounds.outages:
+        seen += f" in {bounds.outages} outage(s) (runs of failures; the longest {bounds.longest})"
+    if bounds.counted > bounds.outages:
+        seen += f", counted as {bounds.counted} of at most {LONGEST_OUTAGE} requests"
+    if 2 * bounds.failing_at_end >= bounds.offered or bounds.failing_at_end >= LONGEST_OUTAGE:
+        seen += f"; the last {bounds.failing_at_end} requests all failed (the server went away?)"
+    assumption = f"; an unseen outage is assumed to last {OUTAGE_REQUESTS} requests"
+    if verdict is Verdict.PASS:
+        return f"upper bound within the limit: {seen}{assumption}"
+    if verdict is Verdict.FAIL and bounds.lower <= limit:
+        return (
+            f"{seen}: the run ended in failures covering half of it, so its own rate"
+            " decides (an outage this long is outside what the bounds assume)"
+        )
+    if verdict is Verdict.FAIL:
+        return f"lower bound over the limit: {seen}"
+    needed = requests_to_pass(limit, confidence)
+    if bounds.failed == 0:
+        return (
+            f"{seen}, but a run of {bounds.offered} requests can miss an outage"
+            f"{assumption}: a pass needs {needed}+ requests without a failure"
+        )
+    return f"{seen}: too few outages to bound the rate at {confidence:.3g}{assumption}"
 
 
 def clopper_pearson(failed: float, offered: float, confidence: float) -> tuple[float, float]:

@@ -1,214 +1,35 @@
-"""``pytest-latency judge`` and ``report``: work with the runs of a saved ``--latency-json`` file.
+"""``pytest-latency judge``, ``report`` and ``compare``: work with saved ``--latency-json`` files.
 
 ``report`` renders the HTML report ``--latency-html`` writes (docs/reports.md).
-``judge`` re-decides objectives: each run is judged from its ``requests`` alone
-(summaries and verdicts stored in the file are not trusted) by
-:func:`pytest_latency.analysis.objectives.decide_objectives`, the path the plugin
-takes, at the plugin's confidence. Exit codes: 0 when no objective failed, 1 when one
-did, 2 on a usage error (the reason on stderr, never a traceback). This module does not
-import pytest: it serves CI jobs that only have the JSON."""
+``judge`` re-decides objectives (:mod:`pytest_latency.cli.judge`): exit 0 when no
+objective failed or is invalid, 1 when one did (or, with ``--fail-on inconclusive``, is
+inconclusive), 2 on a usage error (the reason on stderr, never a traceback). This module
+does not import pytest: it serves CI jobs that only have the JSON."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_latency.analysis.baseline import (
-    Baseline,
-    load_baseline,
-    mismatches,
-    run_keys,
-    stored_key,
+from pytest_latency.analysis.baseline import load_baseline
+from pytest_latency.cli.judge import (
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    exit_code,
+    format_table,
+    judge_runs,
+    write_judgement,
 )
-from pytest_latency.analysis.objectives import decide_objectives
-from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
-from pytest_latency.errors import BaselineKeyError
-from pytest_latency.records import RequestRecord, RunFileError, StoredRun, read_runs, write_runs
-from pytest_latency.report.evidence import format_estimate
-from pytest_latency.report.json_report import objective_dict
-from pytest_latency.spec.model import Objective, SpecError
+from pytest_latency.cli.judge import JudgedRun as JudgedRun  # re-exported
+from pytest_latency.records import RunFileError, read_runs
+from pytest_latency.spec.model import SpecError
 from pytest_latency.spec.slo_yaml import load_objectives
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-TABLE_WIDTH = 100
-_VERDICT_COLUMN = 15  # "  inconclusive " and the text after it lines up
-
-
-class UsageError(Exception):
-    """The command cannot judge: a bad file, an unknown phase, an unusable baseline."""
-
-
-@dataclass(frozen=True, slots=True)
-class JudgedRun:
-    """One run's decided objectives."""
-
-    test: str
-    results: list[ObjectiveResult]
-    key: str = ""  # its baseline key
-    workload: dict[str, Any] | None = None  # as the run file recorded it
-
-    @property
-    def outcome(self) -> str:
-        """failed, error (an invalid run), inconclusive or passed, as the plugin says."""
-        verdicts = {result.verdict for result in self.results}
-        for verdict, outcome in _OUTCOMES:
-            if verdict in verdicts:
-                return outcome
-        return "passed"
-
-
-_OUTCOMES = (
-    (Verdict.INVALID, "error"),
-    (Verdict.FAIL, "failed"),
-    (Verdict.INCONCLUSIVE, "inconclusive"),
-)
-
-
-def run_phases(run: StoredRun) -> list[str]:
-    """The phases a run planned (its workload), else those its requests name."""
-    planned = (run.workload or {}).get("phases")
-    if isinstance(planned, list):
-        names = [phase.get("name") for phase in planned if isinstance(phase, dict)]
-        if names and all(isinstance(name, str) for name in names):
-            return [str(name) for name in names]
-    return sorted({record.phase for record in run.records})
-
-
-def check_phases(run: StoredRun, objectives: Sequence[Objective]) -> None:
-    """An objective about a phase the run does not have is a usage error."""
-    phases = run_phases(run)
-    for objective in objectives:
-        if objective.phase is not None and objective.phase not in phases:
-            raise UsageError(
-                f"{objective.label}: unknown phase {objective.phase!r};"
-                f" run {run.test!r} has: {', '.join(phases) or 'no phases'}"
-            )
-
-
-def invalid_reason(run: StoredRun) -> str | None:
-    """Why a run cannot be trusted (the generator fell behind, it was cut short), if so."""
-    if run.valid:
-        return None
-    generator = run.document.get("generator")
-    if isinstance(generator, dict) and generator.get("valid") is False:
-        reasons = [str(reason) for reason in generator.get("reasons") or []]
-        return "; ".join(reasons) or "the load generator fell behind"
-    why = run.document.get("interrupted_reason")
-    return f"interrupted ({why})" if why else "interrupted"
-
-
-def baseline_runs(
-    run: StoredRun, key: str, baseline: Baseline, allow_mismatch: bool
-) -> list[list[RequestRecord]]:
-    """The records of every stored run under ``key`` (the history), if comparable."""
-    try:
-        stored = baseline.lookup(key)
-    except BaselineKeyError as error:
-        raise UsageError(str(error)) from None
-    differing = mismatches(stored[-1], run.workload or {}, run.server)
-    if differing and not allow_mismatch:
-        raise UsageError(
-            f"{baseline.path}: the baseline of {key!r} ran another workload or server"
-            f" ({'; '.join(differing)}); pass --allow-baseline-mismatch to compare anyway"
-        )
-    return [old.records for old in stored]
-
-
-def judge_runs(
-    runs: Sequence[StoredRun],
-    objectives: Sequence[Objective],
-    baseline: Baseline | None = None,
-    *,
-    allow_baseline_mismatch: bool = False,
-) -> list[JudgedRun]:
-    """Decide ``objectives`` on every run; UsageError before deciding anything if unusable.
-
-    The confidence is the plugin's: 0.99 shared by the objectives of one file, as the
-    plugin shares it across one assert's objectives.
-    """
-    relative = any(objective.relative for objective in objectives)
-    if relative and baseline is None:
-        raise UsageError("relative objectives (max_regression) need --baseline BASE.json")
-    history: list[list[list[RequestRecord]] | None] = []
-    keys = [
-        stored_key(run.document, key)
-        for run, key in zip(runs, run_keys([run.test for run in runs]), strict=True)
-    ]
-    for run, key in zip(runs, keys, strict=True):
-        check_phases(run, objectives)
-        if relative and baseline is not None:
-            history.append(baseline_runs(run, key, baseline, allow_baseline_mismatch))
-        else:
-            history.append(None)
-    confidence = objective_confidence(len(objectives))
-    return [
-        JudgedRun(
-            run.test,
-            decide_objectives(
-                objectives,
-                run.records,
-                confidence=confidence,
-                baseline=stored,
-                invalid_reason=invalid_reason(run),
-            ),
-            key,
-            run.workload,
-        )
-        for run, stored, key in zip(runs, history, keys, strict=True)
-    ]
-
-
-def exit_code(judged: Sequence[JudgedRun]) -> int:
-    """1 when any objective failed; inconclusive and invalid verdicts do not fail."""
-    failed = any(result.verdict is Verdict.FAIL for run in judged for result in run.results)
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def format_table(judged: Sequence[JudgedRun], width: int = TABLE_WIDTH) -> str:
-    """Per run its test, then per objective: verdict and label, evidence, reason."""
-    indent = " " * _VERDICT_COLUMN
-    wrapper = textwrap.TextWrapper(width, initial_indent=indent, subsequent_indent=indent + "  ")
-    lines: list[str] = []
-    for run in judged:
-        lines.append(run.test)
-        for result in run.results:
-            verdict = result.verdict.value.upper()
-            lines.append(f"  {verdict:<{_VERDICT_COLUMN - 3}} {result.objective.label}")
-            for text in (format_estimate(result), result.reason, *result.warnings):
-                lines.extend(wrapper.wrap(text))
-    counts = {verdict: 0 for verdict in Verdict}
-    for run in judged:
-        for result in run.results:
-            counts[result.verdict] += 1
-    tally = ", ".join(f"{count} {verdict.value}" for verdict, count in counts.items())
-    lines.append(f"judged {len(judged)} run(s): {tally}")
-    return "\n".join(lines)
-
-
-def write_judgement(path: Path, judged: Sequence[JudgedRun]) -> None:
-    """``{"schema", "plugin_version", "runs": [{"test", ..., "objectives"}]}``, atomically.
-
-    The judge's exit code ignores inconclusive verdicts: its policy is ``warn``.
-    """
-    write_runs(
-        path,
-        [
-            {
-                "test": run.test,
-                "baseline_key": run.key or run.test,
-                "outcome": run.outcome,
-                "inconclusive_policy": "warn",
-                "workload": run.workload,
-                "objectives": [objective_dict(result) for result in run.results],
-            }
-            for run in judged
-        ],
-    )
+FAIL_ON = ("inconclusive",)  # what --fail-on adds to fail and invalid
 
 
 def _judge(arguments: argparse.Namespace) -> int:
@@ -224,12 +45,14 @@ def _judge(arguments: argparse.Namespace) -> int:
         runs, objectives, baseline, allow_baseline_mismatch=arguments.allow_baseline_mismatch
     )
     print(format_table(judged))
+    fail_on = arguments.fail_on or []
     if arguments.json is not None:
+        policy = "fail" if "inconclusive" in fail_on else "warn"
         try:
-            write_judgement(arguments.json, judged)
+            write_judgement(arguments.json, judged, policy)
         except OSError as error:
             raise UsageError(f"{arguments.json}: cannot write ({error})") from None
-    return exit_code(judged)
+    return exit_code(judged, fail_on)
 
 
 def _report(arguments: argparse.Namespace) -> int:
@@ -350,7 +173,8 @@ def _parser() -> argparse.ArgumentParser:
         "judge",
         help="re-decide the runs of a --latency-json file from their requests",
         description="Decide objectives on every run of RUN.json from its requests. "
-        "Exit 0: no objective failed; 1: one failed; 2: usage error.",
+        "Exit 0: no objective failed or is invalid; 1: one failed or is invalid (or, with "
+        "--fail-on inconclusive, is inconclusive); 2: usage error.",
     )
     judge.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
     judge.add_argument(
@@ -372,6 +196,13 @@ def _parser() -> argparse.ArgumentParser:
         help="compare against a baseline that ran another workload or server",
     )
     judge.add_argument("--json", type=Path, metavar="OUT.json", help="write the verdicts here")
+    judge.add_argument(
+        "--fail-on",
+        action="append",
+        choices=FAIL_ON,
+        metavar="VERDICT",
+        help="also exit 1 on this verdict: inconclusive (fail and invalid always do)",
+    )
     _add_report(commands)
     _add_compare(commands)
     from pytest_latency.cli.images import add_images

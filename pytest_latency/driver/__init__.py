@@ -10,16 +10,10 @@ and e2e are measured from each request's planned send time (docs/metrics.md).
 
 from __future__ import annotations
 
-from pytest_latency.driver.client import (
-    DriveResult,
-    Run,
-    RunAborted,
-    RunInterrupted,
-    Target,
-    make_client,
-)
+from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
 from pytest_latency.driver.entry import drive, run_plan
 from pytest_latency.driver.limits import ResponseLimits
+from pytest_latency.driver.target import Target, make_client
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 

@@ -10,34 +10,28 @@ deadline (plus the scheduling slack of the event loop) whatever the server does.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 import anyio
 import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
-from pytest_latency.driver.fast import FastTransport
-from pytest_latency.driver.httpx_transport import HttpxTransport
-from pytest_latency.driver.limits import ResponseLimits, check_deadline
-from pytest_latency.driver.pacing import MAX_SPINS as MAX_SPINS  # re-exported
-from pytest_latency.driver.pacing import SPIN_NS as SPIN_NS  # re-exported
+from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.sessions import Message, first_sends, later_turns, run_session
 from pytest_latency.driver.stops import PhaseStops
+from pytest_latency.driver.target import Target, choose_transport
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.transport import Transport
 from pytest_latency.driver.worker_clocks import GeneratorWorker
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
-from pytest_latency.secret import Secret
 from pytest_latency.workload.plan import Plan, PlannedRequest
 
 logger = logging.getLogger("pytest_latency.driver")
@@ -45,49 +39,7 @@ TimeZero = Callable[[], Awaitable[int]]  # returns time zero as a perf_counter_n
 
 WARM_CONNECTIONS = 8  # connections opened before time zero (more open on demand)
 WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
-# Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
-# connection is not reused just as the server closes it.
-KEEPALIVE_EXPIRY_S = 4.0
 CLOSE_TIMEOUT_S = 5.0  # bound on closing the transport's connections at the end
-_PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Where to send: an OpenAI-compatible server. ``headers`` are never logged.
-
-    ``api_key`` is sent as ``Authorization: Bearer``; it is revealed only into the
-    headers of the requests, and texts the server sends back are redacted of it.
-
-    ``extra_body`` keys (e.g. ``min_tokens``, ``ignore_eos``) are added to every request
-    body last, so they override the driver's own keys. ``limits`` bound what one response
-    may cost the client (head, SSE line, body size); a response over them is a
-    ``protocol_error``.
-    """
-
-    base_url: str  # "http://127.0.0.1:8000", without /v1
-    model: str
-    api: Literal["chat", "completions"] = "chat"
-    headers: Mapping[str, str] = field(default_factory=dict)
-    extra_body: Mapping[str, object] = field(default_factory=dict)
-    limits: ResponseLimits = field(default_factory=ResponseLimits)
-    api_key: Secret | None = None
-    # Keep each request's prompt and generated text in its record (off: they are never
-    # stored, so no report can show them): ``--latency-record-content``.
-    record_content: bool = False
-
-    def __post_init__(self) -> None:
-        if self.api not in _PATHS:
-            raise ValueError(f"api must be 'chat' or 'completions', got {self.api!r}")
-        if not self.base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
-
-    @property
-    def url(self) -> str:
-        return self.base_url.rstrip("/") + _PATHS[self.api]
-
-    def __repr__(self) -> str:  # headers may hold credentials
-        return f"Target(base_url={self.base_url!r}, model={self.model!r}, api={self.api!r})"
 
 
 @dataclass(slots=True)
@@ -125,22 +77,6 @@ class RunAborted(Exception):
         self.cause = cause
 
 
-def make_client() -> httpx.AsyncClient:
-    """The driver's own client: uncapped pool (open loop), keep-alive, HTTP/1.1, no env proxies."""
-    return httpx.AsyncClient(
-        http1=True,
-        http2=False,
-        trust_env=False,
-        follow_redirects=False,
-        timeout=httpx.Timeout(None),  # deadlines are the driver's, per request
-        limits=httpx.Limits(
-            max_connections=None,
-            max_keepalive_connections=None,
-            keepalive_expiry=KEEPALIVE_EXPIRY_S,
-        ),
-    )
-
-
 def quiet_gc() -> None:
     """Collect now and freeze what exists, so no full collection during the drive walks it.
 
@@ -151,22 +87,6 @@ def quiet_gc() -> None:
     """
     gc.collect()
     gc.freeze()
-
-
-def choose_transport(target: Target, client: httpx.AsyncClient | None) -> Transport:
-    """A caller's client is used as it is; otherwise the hot path when it applies (asyncio,
-    plain http://), else a client of our own (https, trio)."""
-    if client is not None:
-        return HttpxTransport(client, target.url, owns_client=False)
-    try:
-        asyncio.get_running_loop()
-        on_asyncio = True
-    except RuntimeError:  # not on asyncio (trio): httpx does the work
-        on_asyncio = False
-    url = httpx.URL(target.url)
-    if on_asyncio and url.scheme == "http" and url.host:
-        return FastTransport(target.url, KEEPALIVE_EXPIRY_S, target.limits)
-    return HttpxTransport(make_client(), target.url, owns_client=True)
 
 
 class Run:

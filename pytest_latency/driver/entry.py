@@ -9,8 +9,9 @@ from __future__ import annotations
 import anyio
 import httpx
 
-from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted, Target
+from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
 from pytest_latency.driver.progress import ProgressListener, reporting
+from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.workers import run_workers
 from pytest_latency.workload.plan import Plan
@@ -26,7 +27,7 @@ async def drive(
     """Offer ``plan`` to ``target`` open loop; one record per planned request.
 
     A caller's ``client`` is used as it is (and not closed); by default the driver makes
-    its own (:func:`.client.make_client`) or uses the hot path. Cancelling the run
+    its own (:func:`.target.make_client`) or uses the hot path. Cancelling the run
     re-raises after every unfinished record was marked ``cancelled``; use
     :class:`.client.Run` to keep the records then.
     """

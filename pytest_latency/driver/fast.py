@@ -1,7 +1,7 @@
 """The hot-path transport: HTTP/1.1 over :class:`.h1.H1Connection`, pooled, plain http://.
 
 Used when the driver owns its client on asyncio with an http:// URL (see
-:func:`.client.choose_transport`). ``sent_s`` is the instant the request bytes are
+:func:`.target.choose_transport`). ``sent_s`` is the instant the request bytes are
 handed to the socket (the httpx transport reports httpcore's "headers written", the same
 moment). Connect failures read as httpx's (``ConnectError: ...``), so records read the
 same whichever transport ran.

@@ -22,8 +22,9 @@ import time
 from collections import deque
 from typing import Any
 
-from pytest_latency.driver.client import DriveResult, Run, Target
+from pytest_latency.driver.client import DriveResult, Run
 from pytest_latency.driver.stops import PhaseStops
+from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.driver.worker_clocks import ClockOffset, ClockPing, estimate_offset
 from pytest_latency.records import RequestRecord

@@ -25,9 +25,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_latency.driver.client import DriveResult, RunInterrupted, Target
+from pytest_latency.driver.client import DriveResult, RunInterrupted
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.ray_actor import GeneratorWorker, ReferenceClock, node_id
+from pytest_latency.driver.target import Target
 from pytest_latency.driver.worker_clocks import ClockOffset, ClockPing, estimate_offset
 from pytest_latency.driver.worker_clocks import GeneratorWorker as Reported
 from pytest_latency.driver.workers import lost_record, partition

@@ -28,8 +28,9 @@ from typing import cast
 import anyio
 import anyio.to_thread
 
-from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted, Target
+from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
+from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.workload.plan import Plan, PlannedRequest

@@ -27,16 +27,21 @@ import anyio.to_thread
 import httpx
 
 from pytest_latency.analysis.capacity import (
-    SATURATION_LABEL,
+    DEFAULT_LOOKS,
     CapacityResult,
+    ProbeEvidence,
     ProbeResult,
-    as_proportion,
-    saturated,
     search_capacity,
 )
-from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.capacity_probe import (
+    RUNAWAY_CHECK_S,
+    RUNAWAY_Z,
+    SATURATION_LABEL,
+    decide_probe,
+    queue_evidence,
+    saturated,
+)
 from pytest_latency.analysis.result import LatencyResult
-from pytest_latency.analysis.verdict import objective_confidence
 from pytest_latency.driver import Run, Target
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.servers.base import ServerInfo
@@ -45,10 +50,6 @@ from pytest_latency.spec.model import MAX_SEED, Objective, Phase, Workload
 from pytest_latency.telemetry.prometheus import detect_kind, parse_exposition
 from pytest_latency.workload import build_plan
 
-# Between looks, once a second, a runaway queue fails the probe at once: checked often,
-# so by a stricter rise than at the looks (none in 100 seeded sim probes at 90% of the
-# capacity, checked 9 times each; docs/capacity.md).
-RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
 ENDED_POLL_S = 0.02
 EARLY_LOOK_WAIT = 0.25  # of the probe: how long an early look waits for its requests
 DRAIN_POLL_S = 0.1
@@ -72,6 +73,8 @@ class _Decision:
     verdicts: dict[str, str]
     offered: int
     stopped_early: bool
+    evidence: tuple[ProbeEvidence, ...] = ()
+    seen: tuple[RequestRecord, ...] = ()  # the probe requests decided on, for a repeat
 
 
 class LiveSearch:
@@ -90,6 +93,8 @@ class LiveSearch:
         self.confidence = confidence
         self.runs: list[ProbeRun] = []
         self.results: list[ProbeResult] = []  # every decided probe, for an interrupted search
+        # The probe requests each decided probe rested on, by rate: a repeat pools them.
+        self._decided_at: dict[float, list[tuple[RequestRecord, ...]]] = {}
         self._deadline = math.inf
         self._last_end = 0.0
 
@@ -109,6 +114,7 @@ class LiveSearch:
             probe_cost_s=self.probe_cost_s,
             budget_s=self.spec.budget_s,
             confidence=self.confidence,
+            shortest_probe_s=self.spec.warmup_s + DEFAULT_LOOKS[0] * self.spec.probe_s,
         )
 
     def probe(
@@ -137,9 +143,17 @@ class LiveSearch:
         self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, drain))
         now = time.monotonic()
         cost, self._last_end = now - self._last_end, now
+        if decision.seen:
+            self._decided_at.setdefault(rate, []).append(decision.seen)
         self.results.append(
             ProbeResult(
-                rate, decision.offered, decision.verdicts, decision.stopped_early, cost, drain
+                rate,
+                decision.offered,
+                decision.verdicts,
+                decision.stopped_early,
+                cost,
+                drain,
+                decision.evidence,
             )
         )
         return self.results[-1]
@@ -179,7 +193,10 @@ class LiveSearch:
                     run.stop(f"capacity probe at {rate:g}/s: the queue ran away")
                     seen = _probe_records(run, cutoff=now)
                     verdicts = dict.fromkeys((g.label for g in self.criteria), "inconclusive")
-                    return _Decision({**verdicts, SATURATION_LABEL: "fail"}, len(seen), True)
+                    queue = queue_evidence(run.records, rate, warm_s, RUNAWAY_Z)
+                    shown = () if queue is None else (queue,)
+                    failed = {**verdicts, SATURATION_LABEL: "fail"}
+                    return _Decision(failed, len(seen), True, shown)
             seen = _probe_records(run, cutoff=cutoff)
             last = index == len(looks) - 1
             # An early look waits a while for its requests; a look skipped for them
@@ -188,14 +205,16 @@ class LiveSearch:
             if not waited:
                 continue
             before = [r for r in run.records if r.intended_s < cutoff]  # warm-up too
-            verdicts = await anyio.to_thread.run_sync(self._decide, seen, before, rate, confidence)
+            verdicts, evidence = await anyio.to_thread.run_sync(
+                self._decide, seen, before, rate, confidence
+            )
             # An early look stops on a fail only: a queue builds during a probe, so its
             # later part is never better than its earlier part, and an early pass could
             # still turn (docs/capacity.md).
             if "fail" in verdicts.values() or last:
                 if not last:
                     run.stop(f"capacity probe at {rate:g}/s decided at {look:.0%} of the probe")
-                return _Decision(verdicts, len(seen), not last)
+                return _Decision(verdicts, len(seen), not last, tuple(evidence), tuple(seen))
         raise AssertionError("the last look always decides")
 
     def _decide(
@@ -204,20 +223,20 @@ class LiveSearch:
         before: Sequence[RequestRecord],
         rate: float,
         confidence: float,
-    ) -> dict[str, str]:
-        """The objectives on ``seen`` at ``confidence`` (shared), and whether the queue
-        ran away in the probe (in flight counted over ``before``, warm-up included, so
-        that the probe's start is not mistaken for growth)."""
-        each = objective_confidence(len(self.criteria), confidence)
-        tests = [as_proportion(goal) for goal in self.criteria]
-        results = decide_objectives(tests, seen, confidence=each)
-        verdicts = {
-            goal.label: result.verdict.value
-            for goal, result in zip(self.criteria, results, strict=True)
-        }
-        if saturated(before, rate, since_s=self.spec.warmup_s):
-            verdicts[SATURATION_LABEL] = "fail"
-        return verdicts
+    ) -> tuple[dict[str, str], list[ProbeEvidence]]:
+        """The objectives on ``seen`` pooled with earlier probes at ``rate``, at
+        ``confidence`` (shared), and whether the queue ran away in the probe (in flight
+        counted over ``before``, warm-up included, so that the probe's start is not
+        mistaken for growth)."""
+        return decide_probe(
+            self.criteria,
+            seen,
+            before,
+            rate,
+            confidence=confidence,
+            warmup_s=self.spec.warmup_s,
+            earlier=self._decided_at.get(rate, []),
+        )
 
     def _drain(self) -> str:
         """Wait until the server's queue is empty, by its /metrics (bounded by the

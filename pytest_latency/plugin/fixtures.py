@@ -55,6 +55,7 @@ class LatencyFixture:
         workload: Workload | None = None,
         server: ServerSpec | None = None,
         id: str | None = None,  # as a spec file's top-level id:
+        objectives: Sequence[Objective] = (),
         **workload_options: Any,
     ) -> LatencyResult:
         """Offer the phases (or a whole ``workload``) open loop; every request is recorded.
@@ -65,6 +66,10 @@ class LatencyFixture:
         (:class:`~pytest_latency.Sessions`); see docs/workloads.md. ``id`` names the run in
         baselines instead of the test file and name (renaming or moving the test then keeps
         its baseline); later runs of one id in a test get ``#2``, ``#3``...
+
+        ``until_decided_s=180`` (or ``--latency-until-decided``) extends the run in rounds
+        of episodes until every one of ``objectives`` is decided, for at most 180 s in all
+        (docs/specs.md); decide them after with ``result.assert_slo(*objectives)``.
         """
         __tracebackhide__ = True
         workload = _workload(phases, workload, workload_options)
@@ -74,6 +79,7 @@ class LatencyFixture:
             server=server,
             key=self._baseline_key(id),
             node=self._nodeid,
+            objectives=objectives,
         )
 
     def capacity(

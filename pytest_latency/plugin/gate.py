@@ -1,5 +1,9 @@
 """Turning objective results into a test outcome, by the ``--latency-inconclusive`` policy.
 
+A run that decides nothing raises first, whatever the policy: it measured no server
+(:class:`LatencyInfrastructureError`, with the evidence) or its generator fell behind
+(:class:`LatencyRunInvalid`).
+
 Where things print, so that each prints once: every verdict in full, and the diagnosis,
 in the latency summary; a failed test's message names its failed objectives first (the
 line pytest's short summary shows) and their slowest requests; warnings carry what the
@@ -25,9 +29,15 @@ from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.errors import REPORTED_AS_TEXT as REPORTED_AS_TEXT
 from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
 from pytest_latency.errors import LatencyInconclusiveWarning as LatencyInconclusiveWarning
+from pytest_latency.errors import LatencyInfrastructureError as LatencyInfrastructureError
 from pytest_latency.errors import LatencyObjectiveError as LatencyObjectiveError
 from pytest_latency.errors import LatencyRunInvalid as LatencyRunInvalid
-from pytest_latency.report.failure import failure_message, invalid_message, skip_reason
+from pytest_latency.report.failure import (
+    failure_message,
+    infrastructure_message,
+    invalid_message,
+    skip_reason,
+)
 from pytest_latency.report.wrapping import default_width, wrap_after
 from pytest_latency.spec.model import Objective
 
@@ -36,7 +46,7 @@ if TYPE_CHECKING:
 
 Location = tuple[str, int]  # (file as the user knows it, 1-based line)
 Locate = Callable[[Objective], Location]
-_PACKAGE = str(Path(__file__).resolve().parent) + os.sep
+_PACKAGE = str(Path(__file__).resolve().parents[1]) + os.sep  # pytest_latency/, all of it
 _WARNING_INDENT = 2  # pytest indents a warning's text by two in its summary
 
 
@@ -80,11 +90,26 @@ def enforce(
         _warn(LatencyInconclusiveWarning, text, where(result.objective), width)
 
 
-def check_valid(run: LatencyResult, width: int | None = None) -> None:
-    """Raise LatencyRunInvalid, with the reasons, when the generator fell behind."""
+def check_valid(
+    run: LatencyResult, width: int | None = None, objectives: Sequence[Objective] = ()
+) -> None:
+    """Raise LatencyInfrastructureError, with the evidence, when the run measured no
+    server (it went away, exited, or one error failed most requests); LatencyRunInvalid,
+    with the reasons, when the generator fell behind.
+
+    ``objectives``, when the run has decided none yet, are decided first (each invalid,
+    with the reason) so that the reports name them: a spec file checks before it judges.
+    """
     __tracebackhide__ = True
-    if run.health is not None and not run.health.valid:
-        raise LatencyRunInvalid(invalid_message(run, run.health.reasons, width or default_width()))
+    width = width or default_width()
+    infrastructure = run.infrastructure()
+    behind = run.health is not None and not run.health.valid
+    if (infrastructure is not None or behind) and objectives and not run.objective_results:
+        run.evaluate(objectives)
+    if infrastructure is not None:
+        raise LatencyInfrastructureError(infrastructure_message(run, infrastructure, width))
+    if run.health is not None and behind:
+        raise LatencyRunInvalid(invalid_message(run, run.health.reasons, width))
 
 
 def terminal_width(config: pytest.Config) -> int:

@@ -9,10 +9,12 @@ light modules (no numpy, scipy, HTTP clients or protobuf).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -26,6 +28,7 @@ from pytest_latency.telemetry.settings import (
     parse_listen_address,
 )
 
+_T = TypeVar("_T")
 INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
 #: ``--latency-max-lag`` default: the same value as analysis.health.DEFAULT_MAX_LAG_P99_S
 #: (a test holds them equal), written here because that module imports numpy.
@@ -137,6 +140,12 @@ FLAGS: tuple[_Flag, ...] = (
         is_switch=True,
     ),
     _Flag(
+        "until-decided",
+        "extend each run in rounds until its objectives are decided, for at most DURATION "
+        "in all (workloads without their own until_decided; e.g. 3m)",
+        "DURATION",
+    ),
+    _Flag(
         "max-line-bytes",
         "longest SSE line (or one event's data) a response may send before the request "
         "becomes a protocol_error (default 1MiB; units B, KiB, MiB, GiB)",
@@ -188,6 +197,7 @@ class LatencyOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     ray_address: str | None = None
     ray_workers: int | None = None
+    until_decided_s: float | None = None  # default until_decided budget (None: off)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -228,6 +238,7 @@ def parse_server(
 
 
 def _raw(config: pytest.Config, name: str) -> object:
+    """A flag's value as given: command line over ini file; None when neither sets it."""
     dest = "latency_" + name.replace("-", "_")
     value = config.getoption(dest)
     if value is None:
@@ -235,40 +246,30 @@ def _raw(config: pytest.Config, name: str) -> object:
     return value
 
 
-def _checked(name: str, value: object, parse: Callable[[str], object]) -> object:
+def _text(config: pytest.Config, name: str) -> str | None:
+    value = _raw(config, name)
+    return str(value) if value not in (None, "") else None
+
+
+def _parsed(name: str, value: str | None, parse: Callable[[str], _T]) -> _T | None:
+    """``parse(value)``, or None without a value; a UsageError names the flag."""
+    return _parsed_or(name, value, parse, None)
+
+
+def _parsed_or(name: str, value: str | None, parse: Callable[[str], _T], default: _T) -> _T:
+    """``parse(value)``, or ``default`` without a value; a UsageError names the flag."""
+    if value is None:
+        return default
     try:
-        return parse(str(value))
+        return parse(value)
     except ValueError as error:
         raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
 
 
 def read_options(config: pytest.Config) -> LatencyOptions:
     """All flags, command line over ini file over defaults, validated."""
-
-    def text(name: str) -> str | None:
-        value = _raw(config, name)
-        return str(value) if value not in (None, "") else None
-
-    def path(name: str) -> Path | None:
-        value = text(name)
-        return Path(value) if value else None
-
-    model = text("model")
-    server_text = text("server")
-    seed_text = text("seed")
-    seed = int(str(_checked("seed", seed_text, _parse_seed))) if seed_text else None
-    inconclusive = text("inconclusive") or "warn"
-    if inconclusive not in INCONCLUSIVE_POLICIES:
-        raise pytest.UsageError(
-            f"--latency-inconclusive {inconclusive!r}: expected one of "
-            f"{', '.join(INCONCLUSIVE_POLICIES)}"
-        )
-    receiver = text("otlp-receiver")
-    if receiver:
-        _checked("otlp-receiver", receiver, parse_listen_address)
-    trace_url = text("trace-url")
-    if trace_url and "{trace_id}" not in trace_url:
-        raise pytest.UsageError(f"--latency-trace-url {trace_url!r}: must contain {{trace_id}}")
+    text = functools.partial(_text, config)
+    model, server_text = text("model"), text("server")
     ray_address, ray_workers = _ray_options(text("ray"), text("ray-workers"), text("workers"))
     return LatencyOptions(
         server=parse_server(
@@ -278,29 +279,27 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         ),
         server_explicit=server_text is not None,
         model=model,
-        json_path=path("json"),
-        html_path=path("html"),
-        markdown_path=path("markdown"),
-        otlp_receiver=receiver,
+        json_path=_parsed("json", text("json"), Path),
+        html_path=_parsed("html", text("html"), Path),
+        markdown_path=_parsed("markdown", text("markdown"), Path),
+        otlp_receiver=_parsed("otlp-receiver", text("otlp-receiver"), _listen_address),
         otlp_endpoint=text("otlp-endpoint"),
-        otlp_grace_s=_duration("otlp-grace", text("otlp-grace"), DEFAULT_GRACE_S),
-        max_lag_s=_duration("max-lag", text("max-lag"), DEFAULT_MAX_LAG_S),
-        metrics_interval_s=_duration(
-            "metrics-interval", text("metrics-interval"), DEFAULT_METRICS_INTERVAL_S
+        otlp_grace_s=_parsed_or("otlp-grace", text("otlp-grace"), parse_duration, DEFAULT_GRACE_S),
+        max_lag_s=_parsed_or("max-lag", text("max-lag"), parse_duration, DEFAULT_MAX_LAG_S),
+        metrics_interval_s=_parsed_or(
+            "metrics-interval", text("metrics-interval"), parse_duration, DEFAULT_METRICS_INTERVAL_S
         ),
-        trace_url=trace_url,
-        baseline=path("baseline"),
-        save_baseline=path("save-baseline"),
-        baseline_history=int(
-            str(_checked("baseline-history", text("baseline-history") or "1", _parse_workers))
-        ),
+        trace_url=_parsed("trace-url", text("trace-url"), _trace_url),
+        baseline=_parsed("baseline", text("baseline"), Path),
+        save_baseline=_parsed("save-baseline", text("save-baseline"), Path),
+        baseline_history=_parsed_or("baseline-history", text("baseline-history"), _count, 1),
         allow_baseline_mismatch=bool(_raw(config, "allow-baseline-mismatch")),
         error_control=_choice("error-control", text("error-control") or "test", ERROR_CONTROLS),
-        seed=seed,
-        workers=int(str(_checked("workers", text("workers") or "1", _parse_workers))),
+        seed=_parsed("seed", text("seed"), _parse_seed),
+        workers=_parsed_or("workers", text("workers"), _count, 1),
         image=text("image"),
-        gpus=str(_checked("gpus", text("gpus"), parse_gpus)) if text("gpus") else None,
-        inconclusive=inconclusive,
+        gpus=_parsed("gpus", text("gpus"), parse_gpus),
+        inconclusive=_choice("inconclusive", text("inconclusive") or "warn", INCONCLUSIVE_POLICIES),
         record_content=bool(_raw(config, "record-content")),
         api_key_env=_set_variable("api-key-env", text("api-key-env")),
         allow_undecidable=bool(_raw(config, "allow-undecidable")),
@@ -308,6 +307,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
         ray_address=ray_address,
         ray_workers=ray_workers,
+        until_decided_s=_parsed("until-decided", text("until-decided"), _positive_duration),
     )
 
 
@@ -321,14 +321,13 @@ def _ray_options(
                 f"--latency-ray-workers {workers!r}: needs --latency-ray ADDRESS"
             )
         return None, None
-    address = str(_checked("ray", address, parse_ray_address))
+    address = _parsed_or("ray", address, parse_ray_address, address)
     if local_workers not in (None, "1"):
         raise pytest.UsageError(
             f"--latency-workers {local_workers!r}: with --latency-ray the load comes from "
             "Ray actors; set their number with --latency-ray-workers"
         )
-    count = int(str(_checked("ray-workers", workers, _parse_workers))) if workers else None
-    return address, count
+    return address, _parsed("ray-workers", workers, _count)
 
 
 def parse_ray_address(value: str) -> str:
@@ -358,23 +357,16 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _duration(name: str, value: str | None, default: float) -> float:
-    if value is None:
-        return default
-    try:
-        return parse_duration(value)
-    except ValueError as error:
-        raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
+def _positive_duration(value: str) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError("must be longer than 0s")
+    return seconds
 
 
 def _size(name: str, value: str | None, default: int) -> int:
-    if value is None:
-        return default
     ceiling = MAX_LINE_BYTES_CEILING if name == "max-line-bytes" else MAX_BODY_BYTES_CEILING
-    try:
-        return parse_size(value, maximum=ceiling)
-    except ValueError as error:
-        raise pytest.UsageError(f"--latency-{name} {value!r}: {error}") from None
+    return _parsed_or(name, value, functools.partial(parse_size, maximum=ceiling), default)
 
 
 def _parse_seed(value: str) -> int:
@@ -384,8 +376,20 @@ def _parse_seed(value: str) -> int:
     return seed
 
 
-def _parse_workers(value: str) -> int:
+def _count(value: str) -> int:
     count = int(value)
     if count < 1:
         raise ValueError("must be an integer >= 1")
     return count
+
+
+def _listen_address(value: str) -> str:
+    """``HOST:PORT`` to listen on, checked and kept as written."""
+    parse_listen_address(value)
+    return value
+
+
+def _trace_url(value: str) -> str:
+    if "{trace_id}" not in value:
+        raise ValueError("must contain {trace_id}")
+    return value

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pytest_latency.analysis.compare import abba_groups, abba_order, compare_blocks
+from pytest_latency.analysis.paired_blocks import abba_groups, abba_order, compare_blocks
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.samples import metric_samples

@@ -7,7 +7,6 @@ when a test first runs load, since the plugin creates a session in every pytest 
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
@@ -16,12 +15,7 @@ import pytest
 
 from pytest_latency.plugin.options import LatencyOptions
 from pytest_latency.plugin.run_ledger import attach_baseline, baseline_problem, worst_outcome
-from pytest_latency.plugin.session_drive import (
-    drive_observed,
-    join_spans,
-    run_target,
-    stop_reason,
-)
+from pytest_latency.plugin.session_drive import drive_plan, run_target, stop_reason
 from pytest_latency.servers import ServerInfo, ServerStartError, start_server
 from pytest_latency.servers.kinds import KindLookup, ServerKind, find_kind, unknown_kind
 from pytest_latency.spec.model import Objective, ServerSpec, SpecError, Workload
@@ -31,13 +25,10 @@ if TYPE_CHECKING:
     from pytest_latency.analysis.baseline import Baseline
     from pytest_latency.analysis.planning import ObjectivePower
     from pytest_latency.analysis.result import LatencyResult, SessionBudget
-    from pytest_latency.driver import DriveResult, Target
     from pytest_latency.driver.progress import ProgressListener
     from pytest_latency.plugin.gate import Locate
+    from pytest_latency.plugin.rounds import Measured
     from pytest_latency.spec.capacity import CapacitySpec
-    from pytest_latency.telemetry.join import JoinReport
-    from pytest_latency.telemetry.prometheus import MetricsSeries
-    from pytest_latency.workload import Plan
 
 RunListener = Callable[["LatencyResult"], None]
 
@@ -176,23 +167,15 @@ class LatencySession:
         sent: bool = False,
         locate: Locate | None = None,
     ) -> list[ObjectivePower]:
-        """Raise UndecidablePlan when the plan offers too few requests to ever pass an
-        objective (a warning with --latency-allow-undecidable, at the objective's line
-        from ``locate``, or the calling test's line); ``sent``: it ran already."""
+        """Raise UndecidablePlan when the plan cannot decide an objective (too few requests,
+        or a burst with too few episodes): a warning with --latency-allow-undecidable, at
+        the objective's line from ``locate`` or the test's; ``sent``: it ran already."""
         __tracebackhide__ = True
-        from pytest_latency.analysis.objectives import spent_confidence
-        from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
-        from pytest_latency.analysis.planning import plan_power, require_power
-        from pytest_latency.analysis.verdict import objective_confidence
-        from pytest_latency.workload import build_plan
+        from pytest_latency.analysis.bursts import check_power
+        from pytest_latency.analysis.planning import require_power
 
-        count = len(objectives)
-        if self.error_budget is not None:  # the share the next `count` objectives will get
-            confidence = spent_confidence(DEFAULT_CONFIDENCE, self.error_budget.decided, count)
-        else:
-            confidence = objective_confidence(count, DEFAULT_CONFIDENCE)
-        plan = build_plan(self._seeded(workload, keep_seed))
-        powers = plan_power(plan, objectives, [confidence] * count)
+        workload = self.until_decided(self._seeded(workload, keep_seed), objectives)
+        powers = check_power(workload, objectives, self._objective_confidence(len(objectives)))
         allowed = self.options.allow_undecidable
         message = require_power(powers, test, allowed=allowed, sent=sent)
         if message is not None:
@@ -202,6 +185,19 @@ class LatencySession:
             first = next(power.objective for power in powers if not power.decidable)
             warn_at(LatencyUndecidableWarning, message, first, locate)
         return powers
+
+    def _objective_confidence(self, count: int) -> float:
+        """Each of the next ``count`` objectives' confidence (not taken from the budget)."""
+        from pytest_latency.analysis.objectives import planned_confidence
+
+        budget = self.error_budget
+        return planned_confidence(count, None if budget is None else budget.decided)
+
+    def until_decided(self, workload: Workload, objectives: Sequence[Objective]) -> Workload:
+        """``workload`` with ``--latency-until-decided`` as its default budget."""
+        from pytest_latency.plugin.rounds import with_budget
+
+        return with_budget(workload, objectives, self.options.until_decided_s)
 
     def _seeded(self, workload: Workload, keep_seed: bool) -> Workload:
         """``workload`` with ``--latency-seed``, unless ``keep_seed`` (ABBA blocks)."""
@@ -218,62 +214,81 @@ class LatencySession:
         keep_seed: bool = False,
         key: str | None = None,
         node: str | None = None,
+        objectives: Sequence[Objective] = (),
     ) -> LatencyResult:
         """Offer ``workload`` to the server open loop and return every request's record.
 
         ``--latency-seed`` replaces the workload's seed unless ``keep_seed`` (ABBA blocks
         carry seeds already derived from it). ``key`` is the run's baseline key before
         numbering (:mod:`pytest_latency.keys`; default ``test``); ``node`` the pytest
-        test whose outcome is the run's when it decides no objective (default ``test``).
-        """
+        test whose outcome is the run's when it decides no objective (default ``test``);
+        ``objectives`` what an ``until_decided`` run judges after each round."""
+        __tracebackhide__ = True
+        workload = self.until_decided(self._seeded(workload, keep_seed), objectives)
+        baseline_key = self.next_key(key or test, node or test)  # before any load is sent
+        info = self.server(server)
+        measured = self._measure(workload, objectives, info)
+        result = self._result(workload, measured, info, test)
+        result.baseline_key = baseline_key
+        attach_baseline(self.baseline, self.options, result)
+        self._keep(result, node or test, key or test)
+        if measured.interrupted is not None:  # the run is kept for the JSON (interrupted: true)
+            raise getattr(measured.interrupted, "cause", measured.interrupted)
+        if self._on_run is not None:
+            self._on_run(result)
+        return result
+
+    def _measure(
+        self, workload: Workload, objectives: Sequence[Objective], info: ServerInfo
+    ) -> Measured:
+        """Drive the workload once, or in rounds until decided (plugin/rounds.py)."""
+        from pytest_latency.plugin.rounds import Rounds, fresh_plan
+
+        target = run_target(self.options, info, workload)
+        drive = drive_plan(self.telemetry, self.options, self.progress, target, info)
+        if workload.until_decided_s is None:
+            return drive(fresh_plan(workload))
+        confidence = self._objective_confidence(len(objectives))
+        rounds = Rounds(
+            drive, workload, objectives, confidence=confidence, max_lag_s=self.options.max_lag_s
+        )
+        return rounds.run()
+
+    def _result(
+        self, workload: Workload, measured: Measured, info: ServerInfo, test: str
+    ) -> LatencyResult:
+        """The run's result, with the gate and the after-run plan check wired in."""
         from pytest_latency.analysis.health import check_generator
         from pytest_latency.analysis.result import LatencyResult
         from pytest_latency.plugin.gate import enforce
-        from pytest_latency.workload import build_plan
 
-        __tracebackhide__ = True
-        workload = self._seeded(workload, keep_seed)
-        baseline_key = self.next_key(key or test, node or test)  # before any load is sent
-        info = self.server(server)
-        # A fresh nonce in every prompt: no prefix-cache hits carried over from an earlier
-        # run (or ABBA block) against the same server.
-        plan = build_plan(workload, nonce=secrets.token_hex(4))
-        interrupted, outcome, series = self._drive(plan, self._target(info, workload), info.kind)
-        joined = None
-        if interrupted is None:
-            joined, interrupted = self._join(outcome, info)
+        interrupted = measured.interrupted
         result = LatencyResult(
             test=test,
             server=info,
-            workload=workload,
-            records=outcome.records,
-            started_at_unix=outcome.started_at_unix,
-            elapsed_s=outcome.elapsed_s,
+            workload=measured.workload,
+            records=measured.records,
+            started_at_unix=measured.started_at_unix,
+            elapsed_s=measured.elapsed_s,
             inconclusive_policy=self.options.inconclusive,
             trace_url_template=self.options.trace_url,
-            server_join=joined,
-            server_metrics=series,
+            server_join=measured.joined,
+            server_metrics=measured.series,
             health=check_generator(
-                outcome.records,
-                workload,
+                measured.records,
+                measured.workload,
                 max_lag_p99_s=self.options.max_lag_s,
-                workers=outcome.workers,
+                workers=measured.workers,
             ),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
             interrupted=None if interrupted is None else stop_reason(interrupted),
+            until_decided=measured.until_decided,
         )
         result.gate = enforce
         result.error_budget = self.error_budget
         result.plan_check = lambda objectives: self.check_plan(
             workload, objectives, test=test, keep_seed=True, sent=True
         )
-        result.baseline_key = baseline_key
-        self._attach_baseline(result)
-        self._keep(result, node or test, key or test)
-        if interrupted is not None:  # the run is kept for the JSON (interrupted: true)
-            raise getattr(interrupted, "cause", interrupted)  # a RunAborted's own error
-        if self._on_run is not None:
-            self._on_run(result)
         return result
 
     def run_capacity(
@@ -292,11 +307,20 @@ class LatencySession:
         from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result
         from pytest_latency.plugin.gate import enforce
 
+        if template.until_decided_s is not None:
+            raise SpecError(
+                "until_decided does not apply to a capacity search: each probe is decided"
+                " at its own looks within the search's budget; remove until_decided"
+            )
         template = self._seeded(template, keep_seed=False)
         baseline_key = self.next_key(key or test, test)
         info = self.server(server)
         search = LiveSearch(
-            spec, template, criteria, self._target(info, template), confidence=DEFAULT_CONFIDENCE
+            spec,
+            template,
+            criteria,
+            run_target(self.options, info, template),
+            confidence=DEFAULT_CONFIDENCE,
         )
         interrupted: KeyboardInterrupt | None = None
         try:
@@ -319,25 +343,12 @@ class LatencySession:
             self._on_run(result)
         return result
 
-    def _target(self, info: ServerInfo, workload: Workload) -> Target:
-        return run_target(self.options, info, workload)
-
     def _keep(self, result: LatencyResult, node: str, key: str) -> None:
         """Add a finished (or interrupted) run to the session's runs, for the reports."""
         self.runs.append(result)
         self.run_nodes.append(node)
         self._nodes_with_runs.add(node)
         self._run_key_bases.append(key)
-
-    def _drive(
-        self, plan: Plan, target: Target, kind: str
-    ) -> tuple[BaseException | None, DriveResult, MetricsSeries | None]:
-        return drive_observed(self.telemetry, self.options, self.progress, plan, target, kind)
-
-    def _join(
-        self, outcome: DriveResult, info: ServerInfo
-    ) -> tuple[JoinReport | None, KeyboardInterrupt | None]:
-        return join_spans(self.telemetry, self.options, outcome, info)
 
     def next_key(self, key: str, node: str) -> str:
         """The baseline key of ``node``'s next run: ``key``, numbered after earlier runs.
@@ -357,10 +368,6 @@ class LatencySession:
     def baseline_problem(self, key: str) -> str | None:
         """Why relative objectives of the run keyed ``key`` cannot be decided, if so."""
         return baseline_problem(self.baseline, self.options, key)
-
-    def _attach_baseline(self, result: LatencyResult) -> None:
-        """Give ``result`` its stored runs, or the reason they are not comparable."""
-        attach_baseline(self.baseline, self.options, result)
 
     def note_outcome(self, node: str, outcome: str) -> None:
         """Keep the worst outcome of a test that ran load: passed < inconclusive (skipped)

@@ -17,6 +17,7 @@ from pytest_latency.telemetry.hub import TelemetryHub
 if TYPE_CHECKING:
     from pytest_latency.driver import DriveResult, Target
     from pytest_latency.driver.progress import ProgressListener
+    from pytest_latency.plugin.rounds import Drive, Measured
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
     from pytest_latency.workload import Plan
@@ -104,3 +105,36 @@ def stop_reason(stop: BaseException) -> str:
     if isinstance(stop, RunAborted):
         return f"interrupted (the test stopped mid-run: {exception_text(stop.cause)})"
     return f"interrupted ({interrupt_reason()})"
+
+
+def drive_plan(
+    telemetry: TelemetryHub,
+    options: LatencyOptions,
+    progress: ProgressListener | None,
+    target: Target,
+    info: ServerInfo,
+) -> Drive:
+    """How the session drives one plan (a whole run, or one round of it): observed by
+    telemetry, then joined with the server's spans unless it was cut short."""
+
+    from pytest_latency.plugin.rounds import Measured
+
+    def drive(plan: Plan) -> Measured:
+        interrupted, outcome, series = drive_observed(
+            telemetry, options, progress, plan, target, info.kind
+        )
+        joined = None
+        if interrupted is None:
+            joined, interrupted = join_spans(telemetry, options, outcome, info)
+        return Measured(
+            workload=plan.workload,
+            records=list(outcome.records),
+            started_at_unix=outcome.started_at_unix,
+            elapsed_s=outcome.elapsed_s,
+            workers=list(outcome.workers),
+            joined=joined,
+            series=series,
+            interrupted=interrupted,
+        )
+
+    return drive

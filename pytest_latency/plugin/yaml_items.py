@@ -19,6 +19,7 @@ from pytest_latency.spec.model import SpecError
 if TYPE_CHECKING:
     from pytest_latency.analysis.result import LatencyResult
     from pytest_latency.plugin.gate import Locate
+    from pytest_latency.spec.model import Objective
     from pytest_latency.spec.slo_yaml import SloSpec
 
 SUFFIX = ".slo.yaml"
@@ -74,7 +75,9 @@ class SloItem(pytest.Item):
             if baseline_problem:
                 raise SpecError(f"{relative[0].label}: {baseline_problem}")
             self.result = self._run(session, key)
-            check_valid(self.result, terminal_width(self.config))
+            # An invalid run's objectives are decided (invalid, with the reason) before the
+            # error, so the reports name them.
+            check_valid(self.result, terminal_width(self.config), self._decided())
         except (ServerStartError, SpecError, LatencyRunInvalid) as error:
             problem = str(error)
         if problem is not None:  # the message is the report: the plugin's frames hide it
@@ -84,7 +87,13 @@ class SloItem(pytest.Item):
         """The file's workload, or its capacity search (each probe decides the others)."""
         spec = self.spec
         if spec.capacity is None:
-            return session.run(spec.workload, test=self.nodeid, server=spec.server, key=key)
+            return session.run(
+                spec.workload,
+                test=self.nodeid,
+                server=spec.server,
+                key=key,
+                objectives=spec.objectives,
+            )
         from pytest_latency.spec.capacity import split_objectives
 
         criteria, _ = split_objectives(spec.objectives)
@@ -94,18 +103,22 @@ class SloItem(pytest.Item):
 
     def runtest(self) -> None:
         from pytest_latency.plugin.gate import enforce, terminal_width
-        from pytest_latency.spec.capacity import split_objectives
 
         assert self.result is not None  # set by setup
-        decided = self.spec.objectives  # a search's run decides its capacity objectives
-        if self.spec.capacity is not None:
-            decided = tuple(split_objectives(decided)[1])
         enforce(
             self.result,
-            self.result.evaluate(decided),
+            self.result.evaluate(self._decided()),
             width=terminal_width(self.config),
             locate=self._locate(),
         )
+
+    def _decided(self) -> tuple[Objective, ...]:
+        """The objectives the run decides: a search's run decides its capacity ones."""
+        if self.spec.capacity is None:
+            return self.spec.objectives
+        from pytest_latency.spec.capacity import split_objectives
+
+        return tuple(split_objectives(self.spec.objectives)[1])
 
     def _locate(self) -> Locate:
         """Where warnings about an objective point: its line in this file."""

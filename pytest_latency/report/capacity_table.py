@@ -1,10 +1,14 @@
 """The capacity search in the latency summary: one row per probe, then the bracket.
 
 Probes are listed in the order run (the search bisects, so rates jump); a probe's
-requests are the phases ``warmup-<k>`` and ``probe-<k>`` in the tables above.
+requests are the phases ``warmup-<k>`` and ``probe-<k>`` in the tables above. Under each
+probe, each objective's evidence: its estimate, bounds, n and effective n.
 """
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping
 
 from pytest_latency.analysis.capacity import CapacityResult, ProbeResult
 from pytest_latency.report.wrapping import wrap
@@ -24,11 +28,47 @@ def _cells(number: int, probe: ProbeResult) -> tuple[str, ...]:
     )
 
 
-def _verdicts(probe: ProbeResult) -> str:
-    failed = [label for label, verdict in probe.verdicts.items() if verdict != "pass"]
-    if not failed:
-        return "every objective passed"
-    return "; ".join(f"{label}: {probe.verdicts[label]}" for label in failed)
+def evidence_value(value: object, unit: object) -> str:
+    if not isinstance(value, (int, float)) or not math.isfinite(value):
+        return "-"
+    if unit == "fraction":
+        return f"{value:.1%}"
+    if unit == "rps":
+        return f"{value:.2f}/s"
+    return f"{value * 1e3:.0f}ms"
+
+
+def evidence_text(item: Mapping[str, object]) -> str:
+    """One probe verdict with what it rests on, from its JSON form (``probes[].objectives``):
+    ``label: verdict; as <hypothesis>: estimate [lower, upper], n, effective n`` (the
+    hypothesis when it differs from the label: a percentile decided as a proportion)."""
+    unit = item.get("unit")
+    head = f"{item.get('objective')}: {item.get('verdict')}"
+    if unit == "rps":  # the queue check: growth of in flight against the runaway line
+        grew = evidence_value(item.get("estimate"), unit)
+        return (
+            f"{head}; in flight grew {grew}, runaway from {evidence_value(item.get('limit'), unit)}"
+        )
+    bounds = (
+        f"[{evidence_value(item.get('lower'), unit)}, {evidence_value(item.get('upper'), unit)}]"
+    )
+    effective = item.get("n_effective")
+    shown = f"{effective:.0f}" if isinstance(effective, (int, float)) else "-"
+    estimate = evidence_value(item.get("estimate"), unit)
+    tested = item.get("decided_as")
+    as_what = f" as {tested}:" if tested and tested != item.get("objective") else ""
+    text = f"{head};{as_what} {estimate} {bounds}, n {item.get('n')}, effective n {shown}"
+    pooled = item.get("pooled")
+    if isinstance(pooled, int) and pooled > 1:
+        text += f" ({pooled} probes at this rate pooled)"
+    return text
+
+
+def _verdicts(probe: ProbeResult) -> list[str]:
+    """Each verdict with its evidence; bare verdicts for a probe without evidence."""
+    if probe.evidence:
+        return [evidence_text(item.to_json()) for item in probe.evidence]
+    return [f"{label}: {verdict}" for label, verdict in probe.verdicts.items()]
 
 
 def _bracket(found: CapacityResult) -> str:
@@ -61,7 +101,8 @@ def capacity_lines(found: CapacityResult, spec: CapacitySpec | None, width: int)
         ]
         lines.append(("    " + "  ".join(cells)).rstrip()[:width])
         if index:
-            lines.extend(wrap(_verdicts(found.probes[index - 1]), width, "      ", "  "))
+            for text in _verdicts(found.probes[index - 1]):
+                lines.extend(wrap(text, width, "      ", "  "))
     lines.extend(wrap(_bracket(found), width, "  "))
     lines.extend(wrap(f"assumption (monotonicity): {found.to_json()['assumption']}", width, "  "))
     for contradiction in found.contradictions:

@@ -106,6 +106,8 @@ def headline(result: ObjectiveResult) -> str:
     else:
         value, limit = format_seconds(result.estimate_s), _limit(objective.max_s or 0.0)
         bounds = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
+        if result.estimate_s == math.inf and objective.metric != "recovery":
+            value += " (failed requests)"  # they count as unbounded latency
     if result.verdict is Verdict.FAIL:
         return f"{name} {value} > {limit} (bounds {bounds})"
     return f"{name} {value}, {result.verdict.value} against {limit} (bounds {bounds})"

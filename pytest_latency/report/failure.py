@@ -1,9 +1,11 @@
 """The text of a failed or skipped latency test, wrapped at the terminal width.
 
 The first line names the failed objectives in brief (pytest's short test summary shows
-the first line of a failure); the rest gives each failed objective's slowest requests
-with their traces. The full verdicts and the diagnosis are in the latency summary
-(:mod:`.terminal`), which pytest prints after the failures, so they print once.
+the first line of a failure); then the failed requests, once, by kind, and each failed
+objective's slowest completed requests with their traces. A run that measured no server
+gets :func:`infrastructure_message` instead. The full verdicts and the diagnosis are in
+the latency summary (:mod:`.terminal`), which pytest prints after the failures, so they
+print once.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_latency.analysis.infrastructure import infrastructure_headline
+from pytest_latency.analysis.infrastructure import InfrastructureFailure, describe
 from pytest_latency.analysis.verdict import ObjectiveResult
-from pytest_latency.report.evidence import headline, slowest_requests
+from pytest_latency.records import RequestRecord
+from pytest_latency.report.evidence import headline, slowest_requests, trace_link
 from pytest_latency.report.wrapping import wrap
 
 if TYPE_CHECKING:
@@ -21,6 +24,7 @@ if TYPE_CHECKING:
 
 # pytest writes an exception's message under "E   " in a Python test's failure.
 MESSAGE_MARGIN = 4
+FAILED_IDS = 5  # request ids shown per kind of error
 SEE_SUMMARY = "every verdict in full, and the diagnosis: the latency summary below"
 
 
@@ -39,23 +43,72 @@ def first_line(results: Sequence[ObjectiveResult], width: int) -> str:
 def failure_message(
     run: LatencyResult, failed: Sequence[ObjectiveResult], headline_text: str, width: int
 ) -> str:
-    """``headline_text``: what happened ("latency objectives not met")."""
+    """``headline_text``: what happened ("latency objectives not met").
+
+    Failed requests are listed once, by kind (they count against every objective); under
+    each failed objective, its slowest completed requests.
+    """
     width -= MESSAGE_MARGIN
     lines = [first_line(failed, width)]
-    infrastructure = infrastructure_headline(run.records)
-    if infrastructure:  # at the top: the objectives failed on a broken setup, not latency
-        lines.extend(wrap(infrastructure, width, "  "))
     where = f"{run.test} (server {run.server.kind} {run.server.url})"
     lines.extend(wrap(f"{headline_text} in {where}:", width))
-    if run.server_exit:
-        lines.extend(wrap(f"the server exited during the run: {run.server_exit}", width, "  "))
+    for index, line in enumerate(failed_requests(run.records, run.trace_url_template)):
+        lines.extend(wrap(line, width, "    " if index else "  "))
     for result in failed:
-        requests = slowest_requests(result, run.scoped(result.objective), run.trace_url_template)
-        what = "slowest requests:" if requests else "no requests in its scope"
+        if result.objective.metric == "error_rate":
+            continue  # its evidence is the failed requests above
+        completed = [record for record in run.scoped(result.objective) if record.ok]
+        requests = slowest_requests(result, completed, run.trace_url_template)
+        what = "slowest completed requests:" if requests else "no request in its scope completed"
         lines.extend(wrap(f"{result.objective.label}, {what}", width, "  "))
         for request in requests:
             lines.extend(wrap(request, width, "    "))
     lines.extend(wrap(SEE_SUMMARY, width, "  "))
+    return "\n".join(lines)
+
+
+def failed_requests(
+    records: Sequence[RequestRecord], trace_url_template: str | None, shown: int = FAILED_IDS
+) -> list[str]:
+    """The run's failed requests, once: a line, then one line per kind of error (count,
+    the first ``shown`` ids, the first one's trace). Empty when none failed."""
+    groups: dict[tuple[str, str], list[RequestRecord]] = {}
+    for record in sorted(records, key=lambda record: (record.intended_s, record.id)):
+        if not record.ok:
+            groups.setdefault((record.status.value, describe(record)), []).append(record)
+    if not groups:
+        return []
+    count = sum(len(members) for members in groups.values())
+    lines = [
+        f"{count} of {len(records)} requests failed (each counts as unbounded in every objective):"
+    ]
+    for (status, text), members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        ids = ", ".join(f"#{record.id}" for record in members[:shown])
+        more = f" and {len(members) - shown} more" if len(members) > shown else ""
+        link = trace_link(members[0].trace_id, trace_url_template)
+        lines.append(f"{status} {len(members)}: {text} — {ids}{more}; first: {link}")
+    return lines
+
+
+def infrastructure_message(run: LatencyResult, failure: InfrastructureFailure, width: int) -> str:
+    """Why a run measured no server: the headline (pytest's short summary line), the
+    evidence, and that nothing was decided."""
+    width -= MESSAGE_MARGIN
+    lines = wrap(failure.headline, width)
+    for line in failure.evidence():
+        lines.extend(wrap(line, width, "  "))
+    if failure.failed:
+        link = trace_link(failure.failed[0].trace_id, run.trace_url_template)
+        lines.extend(wrap(f"the first failed request: {link}", width, "  "))
+    where = f"{run.test} (server {run.server.kind} {run.server.url})"
+    lines.extend(
+        wrap(
+            f"in {where}: nothing was decided; its objectives are invalid, not statistics:"
+            " fix the server or the spec and run again",
+            width,
+            "  ",
+        )
+    )
     return "\n".join(lines)
 
 

@@ -233,6 +233,16 @@ def run_dict(
         "server_metrics": run.server_metrics.to_json() if run.server_metrics else None,
         "requests": records_to_dicts(run.records, keep_gaps=keep_gaps),
         **({"capacity": capacity_dict(run)} if run.capacity is not None else {}),
+        **(until_decided_dict(run) if run.until_decided is not None else {}),
+    }
+
+
+def until_decided_dict(run: LatencyResult) -> dict[str, Any]:
+    """A run extended until decided: its budget and every look (docs/json.md)."""
+    assert run.until_decided is not None
+    return {
+        "until_decided": run.until_decided.to_json(),
+        "looks": [look.to_json() for look in run.until_decided.looks],
     }
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
-from pytest_latency.report.html.tables import objective_label
+from pytest_latency.report.html.tables import objective_label, objective_value
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.baseline import Baseline
@@ -63,19 +63,6 @@ def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _value(row: Mapping[str, Any], key: str) -> str:
-    value = number(row.get(key))
-    if value is None:
-        return "unbounded" if key in ("lower_s", "upper_s") else "-"
-    if row.get("unit") == "ratio":
-        return f"{value:.3g}x"
-    if row.get("unit") == "fraction":
-        return f"{value:.2%}"
-    if row.get("unit") == "rps":  # a capacity objective: its bracket in requests per second
-        return f"{value:.3g}/s"
-    return format_seconds(value)
-
-
 def objective_rows(run: ReportRun) -> list[Mapping[str, Any]]:
     rows = run.section("objectives")
     return [row for row in rows if isinstance(row, Mapping)] if isinstance(rows, list) else []
@@ -91,8 +78,8 @@ def verdict_lines(run: ReportRun) -> list[str]:
             [
                 f"**{shown}**" if verdict == "fail" else shown,
                 md_text(objective_label(row)),
-                md_text(_value(row, "estimate_s")),
-                md_text(f"{_value(row, 'lower_s')} .. {_value(row, 'upper_s')}"),
+                md_text(objective_value(row, "estimate_s")),
+                md_text(f"{objective_value(row, 'lower_s')} .. {objective_value(row, 'upper_s')}"),
                 md_text(row.get("n", "-")),
                 md_text(f"{effective:.0f}" if effective is not None else "-"),
                 md_text(row.get("reason") or ""),
@@ -184,14 +171,35 @@ def capacity_lines(run: ReportRun) -> list[str]:
     return [bracket, "", *table(("rate", "offered", "outcome", "stopped early"), rows), ""]
 
 
-def run_section(run: ReportRun) -> str:
-    verdicts = [str(row.get("verdict")) for row in objective_rows(run)]
-    # The worst verdict names the run: one failed objective fails the test.
-    worst = [v for v in ("fail", "invalid", "inconclusive", "pass") if v in verdicts]
-    mark = worst[0].upper() if worst else "NO OBJECTIVE"
-    parts = [
-        f"### {mark}: {md_text(run.test, limit=1000)}",
+def run_mark(run: ReportRun) -> str:
+    """What names the run: INVALID when it decides nothing (whatever its verdicts say),
+    else its worst verdict (one failed objective fails the test), else its outcome."""
+    if run.invalid_reasons():
+        return "INVALID"
+    verdicts = {str(row.get("verdict")) for row in objective_rows(run)}
+    for verdict in ("fail", "invalid", "inconclusive", "pass"):
+        if verdict in verdicts:
+            return verdict.upper()
+    outcome = run.section("outcome")
+    return "ERROR" if outcome in ("error", "interrupted") else "NO OBJECTIVE"
+
+
+def invalid_lines(run: ReportRun) -> list[str]:
+    """Why an invalid run decides nothing, before its verdicts (none when valid)."""
+    reasons = run.invalid_reasons()
+    if not reasons:
+        return []
+    return [
+        "**Invalid run: nothing was decided.** " + md_text("; ".join(reasons), limit=1000),
         "",
+    ]
+
+
+def run_section(run: ReportRun) -> str:
+    parts = [
+        f"### {run_mark(run)}: {md_text(run.test, limit=1000)}",
+        "",
+        *invalid_lines(run),
         *verdict_lines(run),
         "",
         *capacity_lines(run),
@@ -210,13 +218,21 @@ def run_section(run: ReportRun) -> str:
 
 
 def headline(runs: Sequence[ReportRun]) -> str:
+    """How many runs, each counted by its mark (INVALID first), then the objectives."""
+    marks: dict[str, int] = {}
     counts: dict[str, int] = {}
     for run in runs:
+        mark = run_mark(run)
+        marks[mark] = marks.get(mark, 0) + 1
         for row in objective_rows(run):
             verdict = str(row.get("verdict"))
             counts[verdict] = counts.get(verdict, 0) + 1
+    order = ("INVALID", "ERROR", "FAIL", "INCONCLUSIVE", "NO OBJECTIVE", "PASS")
+    shown = ", ".join(f"{marks[mark]} {mark}" for mark in order if mark in marks)
     tally = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
-    return f"## Latency objectives\n\n{len(runs)} run(s); objectives: {tally or 'none'}\n\n"
+    return (
+        f"## Latency objectives\n\n{len(runs)} run(s): {shown}; objectives: {tally or 'none'}\n\n"
+    )
 
 
 def fit(head: str, sections: Sequence[str], limit: int) -> str:

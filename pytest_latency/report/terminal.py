@@ -72,11 +72,16 @@ def format_run(
             counts = ", ".join(f"{name}={count}" for name, count in failures.items())
             lines.extend(wrap(f"{summary.name}: failures: {counts}", width, "  "))
     lines.extend(_telemetry_lines(run, width))
+    infrastructure = run.infrastructure()
+    if infrastructure is not None:
+        lines.extend(wrap(f"INVALID RUN: {infrastructure.headline}", width, "  "))
     if run.health is not None and not run.health.valid:
         for reason in run.health.reasons:
             lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))
     if run.capacity is not None:
         lines.extend(capacity_lines(run.capacity, run.capacity_spec, width))
+    if run.until_decided is not None:
+        lines.extend(wrap(run.until_decided.summary(), width, "  ", "    "))
     for finding in format_findings(run.diagnosis() if findings is None else findings):
         lines.extend(wrap(f"diagnosis: {finding}", width, "  "))
     hanging = " " * _VERDICT_COLUMN

@@ -223,3 +223,20 @@ def parse_gpus(value: object) -> str:
 def gpu_ids(gpus: str) -> list[str]:
     """The device ids a ``gpus`` value names (``device=1``, ``0,1``, ``GPU-<uuid>``)."""
     return [part.strip() for part in gpus.removeprefix("device=").split(",")]
+
+
+MAX_UNTIL_DECIDED_S = 7 * 24 * 3600.0  # an until_decided budget: at most a week
+
+
+def until_decided(value: object, episode_s: float) -> float:
+    """``until_decided`` max in seconds: positive, finite, and room for one episode."""
+    what = "until_decided max (seconds)"
+    seconds = number("until_decided_s", value, above=0, at_most=MAX_UNTIL_DECIDED_S, what=what)
+    if seconds < episode_s:
+        raise FieldError(
+            "until_decided_s",
+            f"until_decided max {seconds:g}s is shorter than one pass of the phases"
+            f" ({episode_s:g}s), so no round fits: give it several, e.g."
+            f" max: {math.ceil(4 * episode_s)}s",
+        )
+    return seconds

@@ -84,6 +84,7 @@ class Workload:
     sessions: Sessions | None = None  # multi-turn: phases then plan session starts
     prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
     tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
+    until_decided_s: float | None = None  # add episodes until decided, this long at most
 
     def __post_init__(self) -> None:
         self._check_phases()
@@ -112,6 +113,8 @@ class Workload:
         )
         if self.max_concurrency is not None:
             check.whole("max_concurrency", self.max_concurrency, 1, MAX_CONCURRENCY)
+        if self.until_decided_s is not None:
+            check.until_decided(self.until_decided_s, self.episode_s)
         if self.repeat > 1 and self.cooldown_s == 0.0:
             raise check.FieldError(
                 "cooldown_s",
@@ -186,6 +189,7 @@ class Workload:
             **({"sessions": self.sessions.to_json()} if self.sessions is not None else {}),
             **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
+            **({"until_decided": {"max_s": self.until_decided_s}} if self.until_decided_s else {}),
             "phases": [
                 {
                     "name": phase.name,

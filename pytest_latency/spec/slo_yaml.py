@@ -80,6 +80,7 @@ _WORKLOAD_KEYS = (
     "repeat",
     "cooldown",
     "max_concurrency",
+    "until_decided",
     "phases",
     *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
     *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
@@ -167,7 +168,23 @@ def _parse_workload(
         if name in node:
             options[attribute] = context.field(node, name, "workload", parse)
     options.update(parse_session_keys(context, node))
+    if "until_decided" in node:
+        options["until_decided_s"] = _parse_until_decided(context, node)
     return context.build(node, "workload", lambda: Workload(**options))
+
+
+def _parse_until_decided(context: _Context, workload: _Map) -> float:
+    """``until_decided: {max: 3m}``: the whole run's budget, in seconds."""
+    key = "workload.until_decided"
+    line = workload.key_lines["until_decided"]
+    if not isinstance(workload["until_decided"], _Map):
+        shown = workload["until_decided"]
+        raise context.fail(line, key, f"expected a mapping such as {{max: 3m}}, got {shown!r}")
+    node = context.mapping(workload["until_decided"], line, key, ("max",))
+    if "max" not in node:
+        raise context.fail(line, f"{key}.max", "missing: give the budget, e.g. {max: 3m}")
+    seconds: float = context.field(node, "max", key, parse_duration)
+    return seconds
 
 
 def _parse_objective(

@@ -70,4 +70,5 @@ _YAML_NAMES = {
     "max_s": "max",
     "min_change_s": "min_change",
     "rate_to": "to",
+    "until_decided_s": "until_decided",
 }

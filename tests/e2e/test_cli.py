@@ -108,7 +108,9 @@ def judge(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedPro
 @pytest.fixture
 def objectives(tmp_path: Path) -> Path:
     path = tmp_path / "objectives.yaml"
-    path.write_text(TTFT_P95_UNDER_1S + "  - {metric: error_rate, max: 5%}\n")
+    # 400 requests without a failure bound the error rate under 50% (an unseen outage of
+    # 20 requests is allowed for: docs/statistics.md), not under 5%.
+    path.write_text(TTFT_P95_UNDER_1S + "  - {metric: error_rate, max: 50%}\n")
     return path
 
 
@@ -164,7 +166,7 @@ def test_inconclusive_does_not_fail_the_command(tmp_path: Path) -> None:
     assert "  INCONCLUSIVE ttft p99" in result.stdout and "too few samples" in result.stdout
 
 
-def test_an_invalid_run_is_judged_invalid_with_the_generator_reason(
+def test_an_invalid_run_is_judged_invalid_with_the_generator_reason_and_exits_1(
     tmp_path: Path, objectives: Path
 ) -> None:
     behind = {
@@ -180,13 +182,55 @@ def test_an_invalid_run_is_judged_invalid_with_the_generator_reason(
     )
     out = tmp_path / "out.json"
     result = judge(runs, "--objectives", objectives, "--json", out)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 1, result.stderr  # nothing invalid reads as green
     generator_behind, cut_short = json.loads(out.read_text())["runs"]
     for objective in generator_behind["objectives"]:
         assert objective["verdict"] == "invalid"
         assert objective["reason"] == "schedule lag p99 80ms exceeds 50ms"
     assert [objective["verdict"] for objective in cut_short["objectives"]] == ["invalid"] * 2
     assert all(o["reason"] == "interrupted" for o in cut_short["objectives"])
+
+
+def server_gone_at(records: list[RequestRecord], index: int) -> list[RequestRecord]:
+    """``records`` with every request from ``index`` on refused: the server went away."""
+    for record in records[index:]:
+        record.status, record.error = Status.CONNECTION_ERROR, "ConnectError: [Errno 111]"
+        record.first_token_s = record.end_s = None
+        record.itl_s, record.http_status, record.output_tokens = [], None, None
+    return records
+
+
+def test_a_run_whose_server_went_away_is_invalid_with_the_infrastructure_headline(
+    tmp_path: Path, objectives: Path
+) -> None:
+    runs = write_file(tmp_path / "run.json", run_dict(server_gone_at(make_records(0.1), 300)))
+    out = tmp_path / "out.json"
+    result = judge(runs, "--objectives", objectives, "--json", out)
+    assert result.returncode == 1, result.stderr
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["outcome"] == "error"
+    headline = (
+        "infrastructure: 100 of 400 requests failed with connection refused, from request"
+        " #300 (15.00s) to the end of the run — the server went away?"
+    )
+    assert [(o["verdict"], o["reason"]) for o in run["objectives"]] == [("invalid", headline)] * 2
+
+
+def test_fail_on_inconclusive_makes_an_inconclusive_verdict_exit_1(tmp_path: Path) -> None:
+    objectives = tmp_path / "objectives.yaml"
+    objectives.write_text("objectives:\n  - {metric: ttft, p: 99, max: 1s}\n")
+    runs = write_file(tmp_path / "run.json", run_dict(make_records(0.1, count=40)))
+    out = tmp_path / "out.json"
+    result = judge(runs, "--objectives", objectives, "--fail-on", "inconclusive", "--json", out)
+    assert result.returncode == 1, result.stderr
+    assert "  INCONCLUSIVE ttft p99" in result.stdout
+    assert json.loads(out.read_text())["runs"][0]["inconclusive_policy"] == "fail"
+    passing = tmp_path / "passing.yaml"
+    passing.write_text(TTFT_P95_UNDER_1S)
+    decided = write_file(tmp_path / "decided.json", run_dict(make_records(0.1)))
+    assert judge(decided, "--objectives", passing, "--fail-on", "inconclusive").returncode == 0
+    wrong = judge(runs, "--objectives", objectives, "--fail-on", "pass")
+    assert wrong.returncode == 2 and "invalid choice: 'pass'" in wrong.stderr
 
 
 RELATIVE = "objectives:\n  - {metric: ttft, p: 50, max_regression: 25%}\n"
@@ -329,7 +373,7 @@ E2E_SPEC = textwrap.dedent(
       - {metric: ttft, p: 50, max: 2s, phase: steady}
       - {metric: ttft, p: 50, max: 1ms, phase: steady}
       - {metric: itl, p: 50, max: 1s}
-      - {metric: error_rate, max: 50%}
+      - {metric: error_rate, max: 100%}  # 88 requests cannot bound it lower
     """
 )
 

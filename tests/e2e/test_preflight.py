@@ -10,9 +10,7 @@ import time
 
 import pytest
 
-from pytest_latency.analysis.infrastructure import infrastructure_headline
 from pytest_latency.errors import ServerNotReady, ServerStartError
-from pytest_latency.records import RequestRecord, Status
 from pytest_latency.servers.preflight import check_ready
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, text_chunk
 
@@ -134,24 +132,28 @@ def test_a_404_on_the_test_request_is_an_error_with_the_body(pytester, server):
 
 
 @pytest.mark.slow
-def test_a_run_failing_on_one_infrastructure_error_says_so_before_the_objectives(pytester, server):
+def test_a_run_failing_on_one_infrastructure_error_is_an_error_headed_by_it(pytester, server):
     # The preflight's request is answered; then the model is gone for every request.
     server.models = ["m"]
     server.route("m", lambda index: ONE_TOKEN if index == 0 else _not_found("model unloaded"))
     pytester.makefile(".slo.yaml", unloaded=_spec(server.url, "m"))
-    result = pytester.runpytest()
-    result.assert_outcomes(failed=1)
+    result = pytester.runpytest("--latency-json", "out.json")
+    result.assert_outcomes(errors=1)
     text = " ".join(result.stdout.str().split())  # the failure text wraps at the width
     headline = (
         "infrastructure: 20 of 20 requests failed with HTTP 404: model unloaded"
         " — a wrong model name or URL?"
     )
-    assert headline in text
-    assert text.index(headline) < text.index("FAIL error_rate")
+    error_section = text.index("ERROR at setup of latency spec unloaded")
+    assert error_section < text.index(headline) < text.index("latency summary")
+    assert "INVALID error_rate <= 50.00%" in text and "FAIL" not in text
+    (run,) = _runs(pytester)
+    assert run["outcome"] == "error"
+    assert [(o["verdict"], o["reason"]) for o in run["objectives"]] == [("invalid", headline)]
 
 
 @pytest.mark.slow
-def test_a_server_that_dies_mid_run_heads_the_failure_with_it(pytester):
+def test_a_server_that_dies_mid_run_is_an_error_headed_by_it(pytester):
     dying = ScriptedServer()
     dying.models = ["m"]
     dying.route("m", ONE_TOKEN)
@@ -172,13 +174,16 @@ def test_a_server_that_dies_mid_run_heads_the_failure_with_it(pytester):
         result = pytester.runpytest()
     finally:
         stopper.join(timeout=60)
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(errors=1)
     text = " ".join(result.stdout.str().split())  # the failure text wraps at the width
-    headline = re.search(r"infrastructure: (\d+) of 40 requests failed with (.*?\?)", text)
+    headline = re.search(
+        r"infrastructure: (\d+) of 40 requests failed with connection refused, from request"
+        r" #(\d+) \(\S+\) to the end of the run — the server went away\?",
+        text,
+    )
     assert headline is not None, text
-    assert int(headline.group(1)) >= 20
-    assert headline.group(2) == "connection refused — the server went away?"
-    assert text.index("infrastructure:") < text.index("FAIL error_rate")
+    assert int(headline.group(1)) >= 20 and int(headline.group(2)) >= 4
+    assert "INVALID error_rate" in text and "FAIL" not in text
 
 
 def test_check_ready_returns_the_model_and_raises_a_server_start_error(server):
@@ -206,41 +211,3 @@ def test_the_completions_api_gets_a_prompt_and_a_non_stream_answer_is_refused(se
 def test_a_server_that_lists_no_model_needs_one_named(server):
     with pytest.raises(ServerNotReady, match="lists no model; pass one with --latency-model"):
         check_ready(server.url, None)
-
-
-def _failed(count: int, status: Status, error: str) -> list[RequestRecord]:
-    records = []
-    for index in range(count):
-        record = RequestRecord(id=index, phase="steady", intended_s=index / 10, input_tokens=5)
-        record.status, record.error = status, error
-        records.append(record)
-    return records
-
-
-def test_the_headline_names_the_dominant_error_and_only_an_infrastructure_one():
-    refused = _failed(40, Status.CONNECTION_ERROR, "ConnectError: [Errno 111] Connection refused")
-    ok = _failed(2, Status.OK, "")
-    assert infrastructure_headline(refused + ok) == (
-        "infrastructure: 40 of 42 requests failed with connection refused — the server went away?"
-    )
-    # The hot path's wording of the same refusal.
-    hot = _failed(3, Status.CONNECTION_ERROR, "ConnectError: [Errno 111] Connect call failed")
-    assert infrastructure_headline(hot) == (
-        "infrastructure: 3 of 3 requests failed with connection refused — the server went away?"
-    )
-    # Under half of the run: the objectives speak for themselves.
-    assert infrastructure_headline(refused[:20] + _failed(22, Status.OK, "")) is None
-    # Rejections and timeouts are the server's answer under load: latency, not setup.
-    assert infrastructure_headline(_failed(40, Status.REJECTED, "HTTP 429")) is None
-    assert infrastructure_headline(_failed(40, Status.TIMEOUT, "timeout")) is None
-    # Two different errors, neither half the run (together they are).
-    mixed = (
-        _failed(12, Status.HTTP_ERROR, "HTTP 401: bad token")
-        + _failed(12, Status.HTTP_ERROR, "HTTP 500: boom")
-        + _failed(6, Status.OK, "")
-    )
-    assert infrastructure_headline(mixed) is None
-    assert infrastructure_headline(_failed(30, Status.HTTP_ERROR, "HTTP 401: bad token")) == (
-        "infrastructure: 30 of 30 requests failed with HTTP 401: bad token"
-        " — missing or wrong credentials?"
-    )

@@ -24,7 +24,8 @@ SERVER = (
 )
 
 
-def spec(objective: str, rate: int = 20, duration: str = "2s") -> str:
+def spec(objective: str, rate: int = 40, duration: str = "2s") -> str:
+    """A Poisson steady phase; 40/s for 2 s is ~80 requests, a scope that can decide."""
     return f"""\
 server: {SERVER}
 workload:
@@ -186,7 +187,7 @@ def test_each_run_records_its_outcome_policy_and_the_plugin_version(
     assert {run["inconclusive_policy"] for run in runs} == {"skip"}
     assert {run["plugin_version"] for run in runs} == {version}
     assert runs[0]["workload"]["phases"] == [
-        {"name": "steady", "arrival": "poisson", "rate": 20.0, "duration_s": 2.0, "burstiness": 1.0}
+        {"name": "steady", "arrival": "poisson", "rate": 40.0, "duration_s": 2.0, "burstiness": 1.0}
     ]
 
 

@@ -31,7 +31,7 @@ workload:
 objectives:
   - {metric: ttft, p: 50, max: 1ms, phase: steady}
   - {metric: ttft, p: 99, max: 2s, phase: steady}
-  - {metric: error_rate, max: 50%}
+  - {metric: error_rate, max: 100%}  # a run this short cannot bound it lower
 """
 FAST_SPEC = f"""\
 server: {FAST_SIM}
@@ -44,7 +44,7 @@ workload:
     - {{name: steady, arrival: poisson, rate: 20, duration: 2s}}
     - {{name: burst, arrival: constant, rate: 60, duration: 1s}}
 objectives:
-  - {{metric: error_rate, max: 50%}}
+  - {{metric: error_rate, max: 100%}}  # a run this short cannot bound it lower
   - {{metric: ttft, p: 99, max: 2s, phase: steady}}
 """
 PYTHON_TEST = f"""\
@@ -114,7 +114,7 @@ def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     # Each verdict in full, once (the latency summary); the failure only names it.
     assert text.count("ttft p50 <= 1ms [steady]: estimate") == 1
     assert text.count("ttft p99 <= 2000ms [steady]: estimate") == 1
-    assert text.count("error_rate <= 50.00%: 0.00% failed") == 1
+    assert text.count("error_rate <= 100.00%: 0.00% failed") == 1
     assert text.count("too few samples for a p99 bound") == 1
     # The diagnosis and its caveat, once.
     assert text.count("Insufficient ready capacity") == 1, output
@@ -204,7 +204,7 @@ def test_a_failed_python_test_names_its_objective_and_ci_logs_show_the_evidence_
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines([r"FAILED test_api\.py::test_api - e2e p50 \S+ > 1ms \(bounds "])
     output = result.stdout.str()
-    assert output.count("slowest requests:") == 1  # not repeated in the short summary
+    assert output.count("slowest completed requests:") == 1  # not in the short summary
     summary = output[output.index("short test summary info") :]
     assert "LatencyObjectiveError" not in summary  # the objective, not the type, comes first
 

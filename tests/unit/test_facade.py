@@ -15,6 +15,7 @@ EXPECTED = {
     "RunFileError",
     "ServerStartError",
     "LatencyInconclusiveWarning",
+    "LatencyInfrastructureError",
     "LatencyObjectiveError",
     "LatencyResult",
     "LatencyRunInvalid",

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from pytest_latency.analysis.infrastructure import classify
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.errors import LatencyError
 from pytest_latency.records import RequestRecord, StoredRun
@@ -81,6 +82,24 @@ class ReportRun:
     def section(self, key: str) -> Any:
         """A part of the run object (``objectives``, ``server_metrics``...), or None."""
         return self.document.get(key)
+
+    def invalid_reasons(self) -> list[str]:
+        """Why the run decides nothing, if so: it measured no server (the infrastructure
+        headline), the load generator fell behind, it was cut short. Empty when valid."""
+        reasons: list[str] = []
+        server = self.section("server")
+        exited = server.get("exited_during_run") if isinstance(server, Mapping) else None
+        failure = classify(self.records, exited if isinstance(exited, str) else None)
+        if failure is not None:
+            reasons.append(failure.headline)
+        generator = self.section("generator")
+        if isinstance(generator, Mapping) and generator.get("valid") is False:
+            reasons += [str(reason) for reason in generator.get("reasons") or []] or [
+                "the load generator fell behind"
+            ]
+        if self.section("interrupted"):
+            reasons.append(f"cut short: {self.section('interrupted_reason') or 'interrupted'}")
+        return reasons
 
 
 def _text(value: object) -> str | None:

@@ -18,11 +18,11 @@ from importlib.resources import files
 
 from pytest_latency.report.html import svg
 from pytest_latency.report.html.breakdown import attribution_chart
+from pytest_latency.report.html.capacity import capacity_section
 from pytest_latency.report.html.cdf import cohort_charts, phase_charts, relative_charts
 from pytest_latency.report.html.model import Cards, ReportRun
 from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import (
-    capacity_section,
     cohorts_table,
     diagnosis_list,
     failures_table,
@@ -129,6 +129,10 @@ def _overview(runs: Sequence[ReportRun]) -> str:
             if isinstance(row, Mapping) and row.get("verdict") in ("fail", "invalid")
         ]
         named = f' <span class="failed-names">{esc(", ".join(failed))}</span>' if failed else ""
+        reasons = run.invalid_reasons()
+        if reasons:  # an invalid run reads as INVALID with its reason, never as its counts
+            badges = '<span class="verdict v-invalid">INVALID</span>'
+            named = f' <span class="failed-names">{esc("; ".join(reasons))}</span>'
         items.append(f'<li><a href="#run-{index}">{esc(run.test)}</a> {badges}{named}</li>')
     return f'<ul class="overview">{"".join(items)}</ul>'
 
@@ -166,16 +170,14 @@ def _meta(run: ReportRun) -> str:
 
 
 def _invalid(run: ReportRun) -> str:
-    generator = run.section("generator")
-    reasons: list[str] = []
-    if isinstance(generator, Mapping) and generator.get("valid") is False:
-        reasons += [str(reason) for reason in generator.get("reasons") or []] or ["fell behind"]
-    if run.section("interrupted"):
-        reasons.append(f"cut short: {run.section('interrupted_reason') or 'interrupted'}")
+    reasons = run.invalid_reasons()
     if not reasons:
         return ""
     text = "; ".join(reasons)
-    return f'<p class="invalid">This run is invalid (its verdicts are too): {esc(text)}</p>'
+    return (
+        '<p class="invalid"><strong>INVALID:</strong> this run decides nothing (its verdicts'
+        f" are invalid too): {esc(text)}</p>"
+    )
 
 
 def run_section(index: int, run: ReportRun, cards: Cards) -> str:

@@ -28,10 +28,20 @@ def objective_label(row: Mapping[str, Any]) -> str:
     return f"{row.get('metric', '?')} (unreadable objective)"
 
 
-def _value(row: Mapping[str, Any], key: str) -> str:
+def objective_value(row: Mapping[str, Any], key: str) -> str:
+    """A stored objective's estimate or bound as shown: its unit, ``unbounded`` for a
+    bound that does not exist, ``inf`` where failed requests put it (JSON writes both
+    as null: a latency that FAILed without a lower bound has an infinite one)."""
     value = number(row.get(key))
     unit = row.get("unit")
     if value is None:
+        failed_requests = (
+            row.get("verdict") == "fail"
+            and unit in (None, "seconds")
+            and number(row.get("lower_s")) is None
+        )
+        if failed_requests:
+            return "inf"
         return "unbounded" if key in ("lower_s", "upper_s") else "-"
     if unit == "ratio":
         return f"{value:.3g}x"
@@ -55,8 +65,8 @@ def objectives_table(objectives: object) -> str:
             [
                 f'<span class="verdict v-{esc(verdict)}">{esc(verdict.upper())}</span>',
                 esc(objective_label(row)),
-                esc(_value(row, "estimate_s")),
-                f"{esc(_value(row, 'lower_s'))} .. {esc(_value(row, 'upper_s'))}",
+                esc(objective_value(row, "estimate_s")),
+                f"{esc(objective_value(row, 'lower_s'))} .. {esc(objective_value(row, 'upper_s'))}",
                 esc(f"{confidence:.3%}" if confidence is not None else "-"),
                 esc(row.get("n", "-")),
                 esc(f"{effective:.0f}" if effective is not None else "-"),
@@ -240,35 +250,3 @@ def diagnosis_list(findings: object) -> str:
     if not items:
         return '<p class="note">No rule found a bottleneck with enough evidence.</p>'
     return f'<ol class="diagnosis">{"".join(items)}</ol>'
-
-
-def capacity_section(search: object) -> str:
-    """A capacity search's bracket and probes (empty for other runs)."""
-    if not isinstance(search, Mapping):
-        return ""
-    rows = [
-        [
-            esc(f"{number(probe.get('rate')) or 0:.3g}/s"),
-            esc(probe.get("offered", "-")),
-            esc(probe.get("outcome", "-")),
-            "yes" if probe.get("stopped_early") else "no",
-            esc(
-                "; ".join(
-                    f"{label}: {verdict}"
-                    for label, verdict in (probe.get("verdicts") or {}).items()
-                )
-            ),
-        ]
-        for probe in search.get("probes") or []
-        if isinstance(probe, Mapping)
-    ]
-    passed, failed = number(search.get("passed_rps")), number(search.get("failed_rps"))
-    bracket = (
-        f"passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
-        f" {'-' if failed is None else f'{failed:.3g}/s'}; {search.get('stopped', '')}"
-    )
-    head = ("rate", "offered", "outcome", "stopped early", "verdicts")
-    return (
-        f"<h3>Capacity</h3><p>{esc(bracket)}</p>{table(head, rows)}"
-        f'<p class="note">{esc(search.get("assumption", ""))}</p>'
-    )

@@ -81,15 +81,66 @@ def test_failed_requests_count_against_latency_objectives():
     assert result.verdict is Verdict.FAIL and result.n == 600
 
 
-def test_error_rate_verdicts_use_exact_binomial_bounds():
+def test_clopper_pearson_is_the_exact_binomial_bound():
     lower, upper = clopper_pearson(0, 100, 0.99)
     assert lower == 0.0 and upper == pytest.approx(1 - 0.005 ** (1 / 100))
-    many_errors = _records([0.1] * 900 + [None] * 100)
-    assert decide(objective("error_rate", max="1%"), many_errors, 0.99).verdict is Verdict.FAIL
-    clean = _records([0.1] * 2000)
-    assert decide(objective("error_rate", max="1%"), clean, 0.99).verdict is Verdict.PASS
-    assert decide(objective("error_rate", max="1%"), clean[:100], 0.99).verdict is (
-        Verdict.INCONCLUSIVE
+
+
+def _in_order(flags):
+    """Records in the given send order, ``True`` for a failed (connection) request."""
+    records = []
+    for index, failed in enumerate(flags):
+        record = RequestRecord(id=index, phase="steady", intended_s=index * 0.1, input_tokens=10)
+        record.status = Status.CONNECTION_ERROR if failed else Status.OK
+        if not failed:
+            record.sent_s = record.intended_s
+            record.first_token_s, record.end_s = record.intended_s + 0.1, record.intended_s + 0.5
+        records.append(record)
+    return records
+
+
+def test_error_rate_counts_outages_and_a_run_that_saw_none_must_be_long_enough():
+    limit = objective("error_rate", max="1%")
+    many_errors = _records([0.1] * 900 + [None] * 100)  # 100 scattered failures: 10%
+    assert decide(limit, many_errors, 0.99).verdict is Verdict.FAIL
+    # No failure in 2,000 requests: an outage of 20 requests every 2,000 would be 1%,
+    # and a run this long misses it a third of the time. 10,597 requests decide it.
+    unseen = decide(limit, _records([0.1] * 2000), 0.99)
+    assert unseen.verdict is Verdict.INCONCLUSIVE
+    assert "10597+ requests without a failure" in unseen.reason
+    assert unseen.effective_n == pytest.approx(100.0)
+    assert decide(limit, _records([0.1] * 11_000), 0.99).verdict is Verdict.PASS
+
+
+def test_a_server_that_died_mid_run_has_a_useful_lower_bound_never_0_to_100():
+    # The issue's run: 150 planned, the server killed at request 60, every later one failed.
+    dead = _in_order([False] * 59 + [True] * 91)
+    limit = objective("error_rate", max="5%")
+    alone = decide(limit, dead, 0.99)
+    assert alone.verdict is Verdict.FAIL and alone.lower_s > 0.05
+    assert "the last 91 requests all failed" in alone.reason
+    # Shared with three more objectives (99.875% each): 91 failures in a row are three
+    # outages' worth of evidence, a lower bound of 4.2%, never 0%..100%; and a run that
+    # ends in failures covering half of it fails on its own rate (the server went away).
+    shared = decide(limit, dead, 1 - 0.01 / 4)
+    assert shared.lower_s > 0.04 and shared.estimate_s == pytest.approx(91 / 150)
+    assert shared.verdict is Verdict.FAIL and "covering half of it" in shared.reason
+    every = decide(objective("error_rate", max="50%"), _in_order([True] * 20), 0.99)
+    assert every.verdict is Verdict.FAIL
+
+
+def test_an_outage_that_ends_before_the_run_does_is_evidence_not_a_verdict():
+    # One outage of 30 in the middle of 150 requests (20%, limit 5%): one event.
+    flags = [False] * 60 + [True] * 30 + [False] * 60
+    result = decide(objective("error_rate", max="5%"), _in_order(flags), 0.99)
+    assert result.verdict is Verdict.INCONCLUSIVE and "1 outage(s)" in result.reason
+
+
+def test_scattered_failures_far_over_the_limit_fail():
+    rng = np.random.default_rng(4)
+    flags = rng.random(150) < 0.3
+    assert decide(objective("error_rate", max="5%"), _in_order(flags), 0.99).verdict is (
+        Verdict.FAIL
     )
 
 
@@ -136,3 +187,36 @@ def test_bracketed_order_statistics_are_exact(kind, monkeypatch):
     assert module.percentiles(values, points) == pytest.approx(
         np.percentile(values, points).tolist(), rel=1e-12
     )
+
+
+def test_failure_runs_are_outages_in_send_order_and_episodes_never_join():
+    from pytest_latency.analysis.outages import failure_runs
+
+    flags = np.array([1, 1, 0, 1, 0, 0, 1, 1, 1], dtype=bool)
+    assert failure_runs(flags).tolist() == [2, 1, 3]
+    episodes = np.array([0, 0, 0, 0, 0, 0, 0, 1, 1])
+    assert failure_runs(flags, episodes).tolist() == [2, 1, 1, 2]
+    assert failure_runs(np.zeros(5, dtype=bool)).tolist() == []
+
+
+def test_an_outage_weighs_as_one_event_not_as_its_requests():
+    from pytest_latency.analysis.outages import outage_bounds
+
+    one_outage = np.zeros(2000, dtype=bool)
+    one_outage[500:530] = True  # 30 in a row: 1.5%
+    scattered = np.zeros(2000, dtype=bool)
+    scattered[::66] = True  # about 30 alone: 1.5%
+    clustered, alone = outage_bounds(one_outage, 0.99), outage_bounds(scattered, 0.99)
+    assert clustered.outages == 1 and alone.outages == scattered.sum()
+    assert clustered.lower < 0.001 < alone.lower and clustered.upper > alone.upper
+
+
+def test_an_early_looks_extreme_confidence_gives_no_bound_instead_of_a_math_error():
+    # until_decided's first look may decide at 1 - 5e-11; Student's t at few degrees of
+    # freedom then leaves a tail that underflows to 0 in the normal scale.
+    from pytest_latency.analysis.dependence import Dependence
+    from pytest_latency.analysis.percentiles import dependent_ranks
+
+    correlated = Dependence(n=60, design_effect=6.0, degrees_of_freedom=3.0, method="serial")
+    lower, upper = dependent_ranks(60, 0.95, 1.0 - 1e-300, correlated)
+    assert lower is None and upper is None

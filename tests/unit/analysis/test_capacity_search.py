@@ -14,21 +14,22 @@ import numpy as np
 import pytest
 
 from pytest_latency.analysis.capacity import (
-    SATURATION_LABEL,
+    DEFAULT_LOOKS,
+    CapacityResult,
     ProbeResult,
-    as_proportion,
     decide_capacity,
     look_confidences,
-    saturated,
     search_capacity,
 )
+from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
 from pytest_latency.analysis.objectives import decide_objectives
-from pytest_latency.analysis.verdict import objective_confidence
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.virtual import Arrival, simulate
 from pytest_latency.spec.model import Phase, Workload, objective
 from pytest_latency.workload import build_plan
+from tests.helpers.slot_server import SlotServer
+from tests.helpers.virtual_capacity import VirtualProbes
 
 # One replica of 8 slots, 20-token answers of ~0.6 s: about 13 req/s at most.
 SIM = SimConfig(replicas=1, max_batch=8)
@@ -54,32 +55,15 @@ def virtual_records(workload: Workload, config: SimConfig = SIM) -> list[Request
     return records
 
 
-def virtual_probe(seed: int = 5):  # type: ignore[no-untyped-def]
-    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
-        workload = Workload(
-            phases=(Phase("warmup", rate, WARM_S), Phase("probe", rate, PROBE_S)),
-            seed=seed,
-            input_tokens=(20, 20),
-            output_tokens=20,
-        )
-        records = virtual_records(workload)
-        for look, confidence in zip(looks, confidences, strict=True):
-            cutoff = WARM_S + look * PROBE_S
-            seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
-            each = objective_confidence(len(OBJECTIVES), confidence)
-            tests = [as_proportion(goal) for goal in OBJECTIVES]  # as live probes decide
-            results = decide_objectives(tests, seen, confidence=each)
-            pairs = zip(OBJECTIVES, results, strict=True)
-            verdicts = {goal.label: result.verdict.value for goal, result in pairs}
-            before = [r for r in records if r.intended_s < cutoff]
-            if saturated(before, rate, since_s=WARM_S):
-                verdicts[SATURATION_LABEL] = "fail"
-            if "fail" in verdicts.values() or look == looks[-1]:  # early: fails only
-                drain = max((r.end_s or cutoff) for r in seen) - cutoff
-                return ProbeResult(rate, len(seen), verdicts, look < 1.0, cutoff + max(drain, 0))
-        raise AssertionError("the last look always returns")
+def sim_serve(phases: list[tuple[str, float, float]], seed: int) -> list[RequestRecord]:
+    """The sim's engine in virtual time as a server for :class:`VirtualProbes`."""
+    named = tuple(Phase(name, rate, seconds) for name, rate, seconds in phases)
+    workload = Workload(phases=named, seed=seed, input_tokens=(20, 20), output_tokens=20)
+    return virtual_records(workload)
 
-    return probe
+
+def virtual_probe(seed: int = 5) -> VirtualProbes:
+    return VirtualProbes(sim_serve, OBJECTIVES, warmup_s=WARM_S, probe_s=PROBE_S, seed=seed)
 
 
 def p90_ttft(rate: float, seconds: float = 400.0) -> float:
@@ -127,18 +111,111 @@ def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
     assert decide_capacity(result, least=result.failed_rps + 1)[0] == "fail"
 
 
+# A server of known capacity: 4 slots, 0.1 s prefill, 20 tokens at 25 ms, so 0.6 s a
+# request and 6.67 req/s at most. A capacity search as a user would run it: 60 s probes,
+# a 6-minute budget (docs/capacity.md, "How narrow a bracket: measured").
+SLOTS = SlotServer(slots=4, prefill_s=0.1, decode_s=0.025, output_tokens=20)
+SLOT_WARM_S, SLOT_PROBE_S, SLOT_BUDGET_S = 6.0, 60.0, 360.0
+REPLICATES = 20
+
+
+def slot_flip_rate(limit_s: float, seeds: int = 20) -> float:
+    """Where the mean share of probe requests with TTFT <= ``limit_s`` crosses 90%, in
+    probes as the search runs them (6 s warm-up, then 60 s, from an empty queue), to 1%."""
+
+    def share(rate: float) -> float:
+        phases = [("warmup", rate, SLOT_WARM_S), ("probe", rate, SLOT_PROBE_S)]
+        shares = []
+        for seed in range(seeds):
+            probe = [r for r in SLOTS.records(phases, 10_000 + seed) if r.phase == "probe"]
+            shares.append(np.mean([(r.ttft_s or math.inf) <= limit_s for r in probe]))
+        return float(np.mean(shares))
+
+    low, high = 0.5, 50.0
+    while high / low > 1.01:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if share(middle) >= 0.9 else (low, middle)
+    return math.sqrt(low * high)
+
+
+def slot_search(limit_s: float, seed: int) -> CapacityResult:
+    goals = [objective("ttft", p=90, max=f"{limit_s:g}s")]
+    probes = VirtualProbes(
+        SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=seed,
+        drain_s=0.1 * SLOT_PROBE_S,
+    )  # fmt: skip
+    return search_capacity(
+        probes,
+        (1.0, 30.0),
+        probe_cost_s=SLOT_WARM_S + 1.1 * SLOT_PROBE_S,
+        budget_s=SLOT_BUDGET_S,
+        shortest_probe_s=SLOT_WARM_S + 0.5 * SLOT_PROBE_S,
+    )
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="known limit: with 8 slots the queue near the flip (10.1 req/s) wanders for"
-    " longer than a 60 s probe, so probes at 8.4 and 12.8 req/s stay undecided even as"
-    " proportions, and the bracket is 6.8..15.9 req/s (2.3x; the band between is"
-    " reported). The live e2e on 32 slots is 1.41x (tests/e2e/test_capacity.py)",
+@pytest.mark.parametrize(
+    ("limit_s", "within", "held"),
+    [
+        # The flip (6.7 req/s) near the capacity: measured 40 of 40 within 1.5x (35 of
+        # 40 before repeats pooled, early fails paid for more probes and steps leaned);
+        # 29 of 40 held the flip, every miss a pass 1% over it (a verdict's false pass).
+        (3.0, 0.85, 0.6),
+        # The flip (5.7 req/s) at 85% of the capacity, where a 60 s probe holds ~8
+        # independent requests' worth: measured 15 of 24 within 1.5x (7 of 24 before),
+        # 24 of 24 held the flip. The limit is the probes' information, not the search.
+        (1.0, 0.4, 0.9),
+    ],
+    ids=["ttft-3s", "ttft-1s"],
 )
-def test_the_bracket_is_at_most_one_and_a_half_wide() -> None:
-    result = _search()
-    assert result.failed_rps is not None and result.passed_rps is not None
-    assert result.failed_rps / result.passed_rps <= 1.5
+def test_a_six_minute_search_brackets_a_slot_server(
+    limit_s: float, within: float, held: float
+) -> None:
+    """Over seeded replicates: the share of brackets at most 1.5x wide, always within
+    the budget, and the share that hold the flip."""
+    truth = slot_flip_rate(limit_s)
+    assert 0.8 * SLOTS.throughput_rps < truth < 1.1 * SLOTS.throughput_rps
+    widths, holds = [], 0
+    for replicate in range(REPLICATES):
+        result = slot_search(limit_s, seed=1000 * replicate)
+        assert result.spent_s <= SLOT_BUDGET_S
+        passed, failed = result.passed_rps, result.failed_rps
+        widths.append(math.inf if passed is None or failed is None else failed / passed)
+        holds += passed is not None and failed is not None and passed <= truth <= failed
+    assert sum(width <= 1.5 for width in widths) >= within * REPLICATES, sorted(widths)
+    assert holds >= held * REPLICATES, (holds, truth)
+
+
+def test_a_repeat_at_one_rate_pools_the_earlier_probe() -> None:
+    goals = [objective("ttft", p=90, max="3s")]
+    probes = VirtualProbes(SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=3)
+    confidences = look_confidences(0.002, DEFAULT_LOOKS)
+    first = probes(4.0, DEFAULT_LOOKS, confidences)
+    again = probes(4.0, DEFAULT_LOOKS, confidences)
+    ((goal, queue), (pooled, _)) = (first.evidence, again.evidence)
+    assert goal.pooled == 1 and pooled.pooled == 2 and pooled.n == first.offered + again.offered
+    assert goal.decided_as == "attainment(ttft<=3000ms) >= 90.0%" and goal.unit == "fraction"
+    assert goal.lower <= goal.estimate <= goal.upper and goal.n_effective is not None
+    assert goal.limit == 0.9 and goal.at_least and goal.lean > 0  # 4/s: well under the flip
+    assert queue.objective == SATURATION_LABEL == "queue kept up" and queue.verdict == "pass"
+    assert queue.unit == "rps" and queue.estimate < (
+        queue.limit or 0
+    )  # grew under the runaway line
+    other = probes(5.0, DEFAULT_LOOKS, confidences)  # another rate: its own requests only
+    assert other.evidence[0].pooled == 1
+
+
+def test_a_runaway_queue_fails_with_its_growth_as_evidence() -> None:
+    goals = [objective("ttft", p=90, max="3s")]
+    probes = VirtualProbes(SLOTS.records, goals, warmup_s=SLOT_WARM_S, probe_s=SLOT_PROBE_S, seed=4)
+    result = probes(20.0, DEFAULT_LOOKS, look_confidences(0.002, DEFAULT_LOOKS))
+    assert result.outcome == "fail" and result.verdicts[SATURATION_LABEL] == "fail"
+    assert result.stopped_early and result.cost_s < SLOT_WARM_S + 0.5 * SLOT_PROBE_S
+    (queue,) = result.evidence
+    assert (
+        queue.verdict == "fail" and queue.estimate >= (queue.limit or math.inf) > 0
+    )  # 20/s in, 6.67 out
+    assert result.to_json()["objectives"] == [queue.to_json()]
 
 
 def _scripted(outcomes: dict[float, str]):  # type: ignore[no-untyped-def]

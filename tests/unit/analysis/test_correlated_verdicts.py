@@ -25,7 +25,13 @@ from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.percentiles import correlated_quantile_bounds, quantile_bounds
 from pytest_latency.analysis.samples import Series
 from pytest_latency.analysis.stored import compare_to_baseline
-from pytest_latency.analysis.verdict import Verdict, clopper_pearson, proportion_bounds
+from pytest_latency.analysis.verdict import (
+    ObjectiveResult,
+    Verdict,
+    clopper_pearson,
+    decide,
+    proportion_bounds,
+)
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec.model import objective
 
@@ -314,6 +320,99 @@ def test_repeated_bursts_make_the_episode_the_unit():
     assert fails <= 0.02 and passes <= 0.02
 
 
+def phase_rates(samples: np.ndarray, per_phase: int, q: float, limit: float) -> Rates:
+    """(fail, pass) rates with every ``per_phase`` requests a named phase of their own."""
+    labels = np.arange(samples.shape[1]) // per_phase
+    fails = passes = 0
+    for row in samples:
+        bounds = correlated_quantile_bounds(row, q, CONFIDENCE, None, labels)
+        fails += bounds.lower > limit
+        passes += bounds.upper <= limit
+    return fails / len(samples), passes / len(samples)
+
+
+def test_one_queue_cut_into_many_phases_is_judged_whole():
+    """Issue 22: 20 phases of 50 taken as independent strata erred 65-74% / 18-23%."""
+    samples = mm1_sojourns(12, 200, 1000, 0.9)
+    fails, passes = phase_rates(samples, 50, 0.95, mm1_truth(0.95, 0.9))
+    assert fails <= 0.02 and passes <= 0.02
+
+
+def test_planned_phase_levels_are_not_correlation():
+    """Two phases at different levels, independent within each: their means are planned,
+    so removing them leaves independent data and the bound keeps its power."""
+    rng = np.random.default_rng(13)
+    samples = rng.lognormal(0.0, 0.5, size=(REPS, 1000))
+    samples[:, 500:] *= 2.0  # the second phase is twice as slow, by plan
+    mixture = np.random.default_rng(14).lognormal(0.0, 0.5, 400_000)
+    mixture[200_000:] *= 2.0
+    truth = float(np.quantile(mixture, 0.95))
+    fails, passes = phase_rates(samples, 500, 0.95, truth)
+    assert fails <= 0.02 and passes <= 0.02
+    assert phase_rates(samples, 500, 0.95, 1.4 * truth)[1] >= 0.85
+
+
+def test_a_short_scope_is_never_taken_as_independent():
+    """50 requests of a queue at 0.9 were exact-binomial before; now the estimate is paid."""
+    samples = mm1_sojourns(15, REPS, 50, 0.9)
+    truth = mm1_truth(0.5, 0.9)
+    fails, passes = quantile_rates(samples, 0.5, truth)
+    assert fails <= 0.02 and passes <= 0.02
+    old_fails, old_passes = quantile_rates(samples, 0.5, truth, serial=False)
+    assert old_fails + old_passes >= 0.20
+    assert not correlated_quantile_bounds(samples[0], 0.5, CONFIDENCE).dependence.independent
+
+
+def test_clear_cases_are_decided_on_a_queue():
+    """M/M/1 at 0.7, TTFT p95: the limit at half the truth fails at n = 2000; at twice the
+    truth it passes at n = 10000 (91% at 8000, 99% at 12000; a p95 upper bound at 99%
+    needs 104 effective requests, so n = 2000 with a design effect near 26 rarely has one)."""
+    truth = mm1_truth(0.95, 0.7)
+    fails, _ = quantile_rates(mm1_sojourns(16, 200, 2000, 0.7), 0.95, 0.5 * truth)
+    assert fails >= 0.90
+    _, passes = quantile_rates(mm1_sojourns(17, 200, 10_000, 0.7), 0.95, 2.0 * truth)
+    assert passes >= 0.90
+
+
+def ttft_records(values: np.ndarray, phase: str = "burst") -> list[RequestRecord]:
+    """One record per value, sent 50 ms apart, ``values`` as TTFT (seconds)."""
+    records = []
+    for index, value in enumerate(values):
+        record = RequestRecord(index, phase, index * 0.05, 100, max_tokens=20)
+        record.status, record.sent_s = Status.OK, index * 0.05
+        record.first_token_s = index * 0.05 + float(value)
+        record.end_s = record.first_token_s + 0.2
+        record.output_tokens = 20
+        records.append(record)
+    return records
+
+
+def burst_over_its_limit(reps: int) -> list[ObjectiveResult]:
+    """The README's case: one burst of 100 requests, a queue building from empty, every
+    TTFT over 700 ms (p95 near 2.4 s), ``{metric: ttft, p: 95, max: 700ms}``."""
+    goal = objective("ttft", p=95, max_s=0.7)
+    runs = 0.7 + 0.3 * mm1_sojourns(18, reps, 100, 1.2, warm=0)
+    return [decide(goal, ttft_records(row), CONFIDENCE) for row in runs]
+
+
+def test_a_burst_far_over_its_limit_has_a_finite_lower_bound_and_never_passes():
+    """Issue 22 item 5: it printed ``bounds -inf..inf`` and passed as inconclusive."""
+    results = burst_over_its_limit(50)
+    assert all(0.0 <= result.lower_s < math.inf for result in results)
+    assert not any(result.passed for result in results)
+    # Effective n 4-7 of 100: the sample minimum bounds the p95 once (1 - 0.95)^n_eff is
+    # under the side's error at the estimate's degrees of freedom (68% of these runs).
+    assert sum(result.verdict is Verdict.FAIL for result in results) >= 0.5 * len(results)
+
+
+def test_a_latency_lower_bound_is_zero_not_minus_infinity():
+    """Seven requests bound nothing: the lower bound a latency can have is 0 s."""
+    result = decide(objective("ttft", p=95, max_s=0.7), ttft_records(np.full(7, 2.0)), 0.99)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert (result.lower_s, result.upper_s) == (0.0, math.inf)
+    assert "too few to estimate their correlation" in result.reason
+
+
 def measured_rates(reps: int) -> dict[str, float]:
     """Every rate quoted in docs/statistics.md."""
     truth95 = lognormal_truth(0.95)
@@ -360,10 +459,40 @@ def measured_rates(reps: int) -> dict[str, float]:
     fails, passes = episode_rates(bursts, 20, 0.95, burst_truth(0.95, 100))
     rates["20 repeated bursts at truth: fail"] = fails
     rates["20 repeated bursts at truth: pass"] = passes
+    rates.update(issue_22_rates(reps))
+    return rates
+
+
+def issue_22_rates(reps: int) -> dict[str, float]:
+    """The rates of issue 22's rows on latencies (docs/statistics.md)."""
+    rates: dict[str, float] = {}
+    truth = mm1_truth(0.95, 0.7)
+    queue = mm1_sojourns(16, reps, 2000, 0.7)
+    rates["M/M/1 0.7 n=2000, limit 0.5x: fail"] = quantile_rates(queue, 0.95, 0.5 * truth)[0]
+    rates["M/M/1 0.7 n=2000, limit 2x: pass"] = quantile_rates(queue, 0.95, 2.0 * truth)[1]
+    for n in (8000, 12_000):
+        long = mm1_sojourns(17, reps, n, 0.7)
+        fails, passes = quantile_rates(long, 0.95, truth)
+        rates[f"M/M/1 0.7 n={n} at truth: fail"] = fails
+        rates[f"M/M/1 0.7 n={n} at truth: pass"] = passes
+        rates[f"M/M/1 0.7 n={n}, limit 2x: pass"] = quantile_rates(long, 0.95, 2.0 * truth)[1]
+    fails, passes = phase_rates(mm1_sojourns(12, reps, 1000, 0.9), 50, 0.95, mm1_truth(0.95, 0.9))
+    rates["M/M/1 0.9 n=1000 in 20 phases of 50, p95 at truth: fail"] = fails
+    rates["M/M/1 0.9 n=1000 in 20 phases of 50, p95 at truth: pass"] = passes
+    short = mm1_sojourns(15, reps, 50, 0.9)
+    for serial, name in ((True, "now"), (False, "as independent")):
+        fails, passes = quantile_rates(short, 0.5, mm1_truth(0.5, 0.9), serial=serial)
+        rates[f"50 requests of M/M/1 0.9, p50 at truth ({name}): fail"] = fails
+        rates[f"50 requests of M/M/1 0.9, p50 at truth ({name}): pass"] = passes
+    bursts = burst_over_its_limit(reps)
+    rates["one burst of 100, all over 700 ms: fail"] = _share(bursts, Verdict.FAIL)
+    rates["one burst of 100, all over 700 ms: pass"] = _share(bursts, Verdict.PASS)
     return rates
 
 
 if __name__ == "__main__":
     replicates = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    for name, rate in measured_rates(replicates).items():
+    only_issue_22 = sys.argv[2:] == ["issue-22"]
+    measure = issue_22_rates if only_issue_22 else measured_rates
+    for name, rate in measure(replicates).items():
         print(f"{rate:7.1%}  {name}")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 
 import numpy as np
 import pytest
@@ -370,13 +369,13 @@ def test_delivery_silent_without_its_evidence(records: list[RequestRecord]) -> N
 # --- no data, failures, output formats ---------------------------------------------------
 
 
-def test_nothing_fires_without_data() -> None:
+def test_nothing_fires_without_data_and_only_the_errors_rule_without_a_completed_request() -> None:
     assert diagnose([], SPIKE) == []
     failed = [
         RequestRecord(id=i, phase="steady", intended_s=i * 0.2, input_tokens=300,
                       status=Status.TIMEOUT) for i in range(200)
     ]  # fmt: skip
-    assert diagnose(failed, SPIKE) == []
+    assert rules(diagnose(failed, SPIKE)) == ["errors"]  # the latency rules need ok requests
 
 
 def test_formats_and_order() -> None:
@@ -399,8 +398,9 @@ def test_formats_and_order() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.serial
-def test_hundred_thousand_records_in_well_under_a_second() -> None:
+def test_hundred_thousand_records_are_diagnosed_the_same_every_time() -> None:
+    # Its speed (about 0.2 s of CPU here) is measured in benchmarks/bench_analysis.py,
+    # not asserted: a timed unit test fails on a busy machine, not on slow code.
     rng = np.random.default_rng(11)
     starts = np.sort(rng.uniform(0, 1000, 100_000))
     ttfts = 0.2 + rng.exponential(0.1, starts.size)
@@ -411,6 +411,6 @@ def test_hundred_thousand_records_in_well_under_a_second() -> None:
         for i, t in enumerate(starts)
     ]  # fmt: skip
     wl = workload(("steady", 100, 800), ("burst", 100, 200))
-    began = time.perf_counter()
-    diagnose(records, wl)
-    assert time.perf_counter() - began < 1.0  # about 0.2 s here; 0.5 s with 200-token outputs
+    findings = diagnose(records, wl)
+    assert diagnose(records, wl) == findings
+    assert rules(findings) == []  # one steady server, no shape of a bottleneck in it

@@ -63,12 +63,18 @@ def _check_reports(search: LiveSearch, found: CapacityResult) -> None:
     assert gate.objective.metric == "capacity" and gate.n == len(found.probes)
     document = run_dict(run)
     assert not problems({"schema": RUN_SCHEMA, "plugin_version": "0", "runs": [document]})
-    assert document["capacity"]["probes"][0]["phase"] == "probe-1"
+    first = document["capacity"]["probes"][0]
+    assert first["phase"] == "probe-1"
+    if first["objectives"] and first["objectives"][0]["objective"] != "queue kept up":
+        evidence = first["objectives"][0]  # decided at a look: the bound it rests on
+        assert evidence["n"] == first["offered"] and evidence["unit"] == "fraction"
+        assert evidence["verdict"] == first["verdicts"][evidence["objective"]]
     assert document["objectives"][0]["unit"] == "rps"
     lines = format_run(run, width=80)
     assert all(len(line) <= 80 for line in lines)
     assert any(line.strip().startswith("probe-1 ") for line in lines), lines
     assert any("capacity: passed at" in line for line in lines)
+    assert not any("over-saturated" in line for line in lines)
     markdown = run_section(ReportRun(run.test, document, run.records))
     assert "**Capacity**" in markdown and "unreadable" not in markdown
 

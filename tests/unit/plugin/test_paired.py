@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_latency.analysis.compare import abba_groups, abba_order
+from pytest_latency.analysis.paired_blocks import abba_groups, abba_order
 from pytest_latency.plugin.paired import block_seed
 
 

@@ -159,7 +159,7 @@ def test_plugin_writes_markdown_and_appends_the_step_summary(pytester, monkeypat
               input_tokens: [20, 40]
               output_tokens: 8
               phases:
-                - {name: steady, arrival: constant, rate: 20, duration: 1s}
+                - {name: steady, arrival: constant, rate: 64, duration: 1s}
             objectives:
               - {metric: ttft, p: 50, max: 5s}
             """

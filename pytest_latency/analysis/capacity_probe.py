@@ -1,0 +1,216 @@
+"""One capacity probe decided: its objectives, its queue, and the evidence for each.
+
+A probe's objectives are decided on its probe phase (percentiles as the same hypothesis
+on a proportion, :func:`as_proportion`), together with every earlier probe at the same
+rate: a repeat at one rate is the next look of one sequential experiment, so its
+verdict rests on all the requests offered at that rate (docs/capacity.md). A runaway
+queue fails the probe on its own evidence (:func:`queue_growth`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from pytest_latency.analysis.capacity import ProbeEvidence
+from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.verdict import ObjectiveResult, objective_confidence
+from pytest_latency.records import RequestRecord
+from pytest_latency.spec.model import Objective
+from pytest_latency.spec.phase import MIN_SATURATION_GROWTH
+
+SATURATION_SHARE = 0.1  # in flight growing at 10% of the offered rate: the queue runs away
+SATURATION_LABEL = "queue kept up"  # a check that fails when the queue ran away
+SATURATION_Z = 6.0  # see saturated()
+# Between looks, once a second, a runaway queue fails the probe at once: checked often,
+# so by a stricter rise than at the looks (none in 100 seeded sim probes at 90% of the
+# capacity, checked 9 times each; docs/capacity.md).
+RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
+
+
+def queue_growth(
+    records: Sequence[RequestRecord], since_s: float | None = None
+) -> tuple[float, float, float] | None:
+    """(slope req/s, span s, mean in flight) of in flight at each send fitted against
+    time; None with too few sends. In flight counts every record sent and not ended
+    (never-ended ones stay in flight); ``since_s`` fits only sends from then on."""
+    sent = sorted((r.sent_s, r.end_s) for r in records if r.sent_s is not None)
+    if len(sent) < 3:
+        return None
+    starts = np.array([start for start, _ in sent])
+    ends = np.sort(np.array([math.inf if end is None else end for _, end in sent]))
+    in_flight = np.arange(1, starts.size + 1) - np.searchsorted(ends, starts, side="right")
+    if since_s is not None:
+        keep = starts >= since_s
+        starts, in_flight = starts[keep], in_flight[keep]
+        if starts.size < 3:
+            return None
+    span = float(starts[-1] - starts[0])
+    if span <= 0:
+        return None
+    slope = float(np.polyfit(starts, in_flight, 1)[0])
+    return slope, span, float(in_flight.mean())
+
+
+def runaway_slope(rate: float, span_s: float, mean_in_flight: float, z: float) -> float:
+    """The least growth of in flight (req/s) that counts as a runaway queue: at least
+    ``SATURATION_SHARE`` of the offered rate, and over the window at least
+    ``MIN_SATURATION_GROWTH`` requests and ``z`` square roots of the mean in flight."""
+    least = max(MIN_SATURATION_GROWTH, z * math.sqrt(max(mean_in_flight, 1.0)))
+    return max(SATURATION_SHARE * rate, least / span_s)
+
+
+def saturated(
+    records: Sequence[RequestRecord],
+    rate: float,
+    since_s: float | None = None,
+    z: float = SATURATION_Z,
+) -> bool:
+    """The queue grew without bound during the probe (so every latency limit fails in time).
+
+    At z = 6 a steady queue near capacity is not called saturated (0 of 100 seeded sim
+    probes at 90% of the capacity, tests). A finite probe of a runaway queue can hold
+    too little independent evidence for a percentile bound (one long transient); this
+    is the direct evidence that it ran away. ``since_s`` keeps the climb to the steady
+    state during a warm-up from being taken for growth.
+    """
+    growth = queue_growth(records, since_s)
+    return growth is not None and growth[0] >= runaway_slope(rate, growth[1], growth[2], z)
+
+
+def queue_evidence(
+    records: Sequence[RequestRecord], rate: float, warmup_s: float, z: float
+) -> ProbeEvidence | None:
+    """The queue check as evidence: the growth of in flight (req/s) fitted from
+    ``warmup_s`` on (no bounds), and as its limit the least growth that counts as
+    runaway (``fail`` at or over it); None with too few sends."""
+    growth = queue_growth(records, since_s=warmup_s)
+    if growth is None:
+        return None
+    least = runaway_slope(rate, growth[1], growth[2], z)
+    return ProbeEvidence(
+        objective=SATURATION_LABEL,
+        decided_as=f"in flight grows under {least:.3g}/s",
+        verdict="fail" if growth[0] >= least else "pass",
+        estimate=growth[0],
+        lower=-math.inf,
+        upper=math.inf,
+        n=sum(r.sent_s is not None and r.sent_s >= warmup_s for r in records),
+        n_effective=None,
+        unit="rps",
+        limit=least,
+        at_least=False,
+    )
+
+
+def as_proportion(goal: Objective) -> Objective:
+    """``metric pP <= L`` as the same hypothesis on a proportion: the share of requests
+    with ``metric <= L`` is at least P% (an attainment objective); other objectives as
+    they are.
+
+    The two say the same; their bounds differ in the correlation they pay for. A
+    percentile bound pays for the latencies' own correlation, which near capacity is
+    strong (a queue moves every TTFT together) even when all of them lie far under the
+    limit; the proportion pays for the correlation of being under the limit, which is
+    what the verdict is about (docs/capacity.md).
+    """
+    if (
+        goal.metric in ("ttft", "tpot", "itl", "e2e")
+        and goal.p is not None
+        and goal.max_s is not None
+        and goal.input_tokens is None
+        and goal.output_tokens is None
+    ):
+        return Objective(
+            metric="attainment", thresholds=((goal.metric, goal.max_s),), min_value=goal.p / 100
+        )
+    return goal
+
+
+def pooled_records(parts: Sequence[Sequence[RequestRecord]]) -> list[RequestRecord]:
+    """Probes at one rate as one series: each its own phase (``probe@k``, an independent
+    stratum: every probe starts from a drained server) and moved in time past the one
+    before, so that send order never interleaves two probes."""
+    if len(parts) == 1:
+        return list(parts[0])
+    pooled: list[RequestRecord] = []
+    offset = 0.0
+    for number, part in enumerate(parts):
+        if not part:
+            continue
+        start = min(r.intended_s for r in part)
+        shift = offset - start
+        for record in part:
+            pooled.append(
+                dataclasses.replace(
+                    record,
+                    phase=f"probe@{number}",
+                    intended_s=record.intended_s + shift,
+                    sent_s=_moved(record.sent_s, shift),
+                    first_token_s=_moved(record.first_token_s, shift),
+                    end_s=_moved(record.end_s, shift),
+                )
+            )
+        offset = max((r.end_s or r.intended_s) for r in pooled) + 1.0
+    return pooled
+
+
+def _moved(instant: float | None, shift: float) -> float | None:
+    return None if instant is None else instant + shift
+
+
+def _evidence(
+    goal: Objective, tested: Objective, result: ObjectiveResult, pooled: int
+) -> ProbeEvidence:
+    proportion = tested.metric in ("attainment", "error_rate")
+    at_least = tested.metric == "attainment"
+    limit = tested.min_value if at_least else tested.max_s
+    return ProbeEvidence(
+        objective=goal.label,
+        decided_as=tested.label,
+        verdict=result.verdict.value,
+        estimate=result.estimate_s,
+        lower=result.lower_s,
+        upper=result.upper_s,
+        n=result.n,
+        n_effective=result.effective_n,
+        unit="fraction" if proportion else "seconds",
+        pooled=pooled,
+        limit=None if tested.relative else limit,
+        at_least=at_least,
+    )
+
+
+def decide_probe(
+    criteria: Sequence[Objective],
+    seen: Sequence[RequestRecord],
+    before: Sequence[RequestRecord],
+    rate: float,
+    *,
+    confidence: float,
+    warmup_s: float,
+    earlier: Sequence[Sequence[RequestRecord]] = (),
+) -> tuple[dict[str, str], list[ProbeEvidence]]:
+    """Each objective's verdict on ``seen`` (this probe's phase so far) pooled with
+    ``earlier`` (the probe phases of earlier probes at this rate), at ``confidence``
+    shared among the objectives; and whether the queue ran away (in flight counted over
+    ``before``, warm-up included, fitted from ``warmup_s`` on). Returns the verdicts by
+    label (the queue check only when it failed) and the evidence of each."""
+    each = objective_confidence(len(criteria), confidence)
+    tests = [as_proportion(goal) for goal in criteria]
+    records = pooled_records([*earlier, seen])
+    results = decide_objectives(tests, records, confidence=each)
+    verdicts: dict[str, str] = {}
+    evidence: list[ProbeEvidence] = []
+    for goal, tested, result in zip(criteria, tests, results, strict=True):
+        verdicts[goal.label] = result.verdict.value
+        evidence.append(_evidence(goal, tested, result, len(earlier) + 1))
+    queue = queue_evidence(before, rate, warmup_s, SATURATION_Z)
+    if queue is not None:
+        evidence.append(queue)
+        if queue.verdict == "fail":
+            verdicts[SATURATION_LABEL] = "fail"
+    return verdicts, evidence

@@ -1,0 +1,78 @@
+"""A capacity search in the HTML report: the bracket, a row per probe, and each probe
+verdict's evidence (estimate, bounds, n, effective n), read from the run's JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pytest_latency.report.capacity_table import evidence_value
+from pytest_latency.report.html.model import number
+from pytest_latency.report.html.svg import esc
+from pytest_latency.report.html.tables import table
+
+_PROBE_HEAD = ("probe", "rate", "offered", "outcome", "stopped early", "cost")
+_EVIDENCE_HEAD = (
+    "probe", "objective", "verdict", "decided as", "estimate", "lower", "upper", "n",
+    "effective n", "probes pooled",
+)  # fmt: skip
+
+
+def _probe_row(index: int, probe: Mapping[str, object]) -> list[str]:
+    cost = number(probe.get("cost_s"))
+    return [
+        esc(probe.get("phase") or f"probe-{index}"),
+        esc(f"{number(probe.get('rate')) or 0:.3g}/s"),
+        esc(probe.get("offered", "-")),
+        esc(probe.get("outcome", "-")),
+        "yes" if probe.get("stopped_early") else "no",
+        "-" if cost is None else esc(f"{cost:.1f}s"),
+    ]
+
+
+def _evidence_rows(index: int, probe: Mapping[str, object]) -> list[list[str]]:
+    """One row per objective of the probe; a probe from before evidence was recorded
+    shows its bare verdicts."""
+    name = esc(probe.get("phase") or f"probe-{index}")
+    items = probe.get("objectives")
+    if not isinstance(items, list) or not items:
+        verdicts = probe.get("verdicts")
+        pairs = verdicts.items() if isinstance(verdicts, Mapping) else []
+        return [[name, esc(label), esc(verdict), *["-"] * 7] for label, verdict in pairs]
+    rows = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        unit = item.get("unit")
+        effective = number(item.get("n_effective"))
+        rows.append([
+            name,
+            esc(item.get("objective", "-")),
+            esc(item.get("verdict", "-")),
+            esc(item.get("decided_as", "-")),
+            esc(evidence_value(item.get("estimate"), unit)),
+            esc(evidence_value(item.get("lower"), unit)),
+            esc(evidence_value(item.get("upper"), unit)),
+            esc(item.get("n", "-")),
+            "-" if effective is None else esc(f"{effective:.0f}"),
+            esc(item.get("pooled", 1)),
+        ])  # fmt: skip
+    return rows
+
+
+def capacity_section(search: object) -> str:
+    """A capacity search's bracket, probes and their evidence (empty for other runs)."""
+    if not isinstance(search, Mapping):
+        return ""
+    probes = [p for p in search.get("probes") or [] if isinstance(p, Mapping)]
+    passed, failed = number(search.get("passed_rps")), number(search.get("failed_rps"))
+    bracket = (
+        f"passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
+        f" {'-' if failed is None else f'{failed:.3g}/s'}; {search.get('stopped', '')}"
+    )
+    rows = [_probe_row(k, probe) for k, probe in enumerate(probes, start=1)]
+    evidence = [row for k, probe in enumerate(probes, start=1) for row in _evidence_rows(k, probe)]
+    return (
+        f"<h3>Capacity</h3><p>{esc(bracket)}</p>{table(_PROBE_HEAD, rows)}"
+        f"<h4>What each probe verdict rests on</h4>{table(_EVIDENCE_HEAD, evidence)}"
+        f'<p class="note">{esc(search.get("assumption", ""))}</p>'
+    )

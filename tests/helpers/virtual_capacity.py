@@ -1,0 +1,86 @@
+"""Capacity probes in virtual time: each probe plays a warm-up and a probe phase through
+a simulated server, is decided at the pre-planned looks as a live probe is
+(:func:`~pytest_latency.analysis.capacity_probe.decide_probe`, earlier probes at the
+same rate pooled), and stops at the first look that fails."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from pytest_latency.analysis.capacity import ProbeResult
+from pytest_latency.analysis.capacity_probe import (
+    RUNAWAY_CHECK_S,
+    RUNAWAY_Z,
+    SATURATION_LABEL,
+    decide_probe,
+    queue_evidence,
+    saturated,
+)
+from pytest_latency.records import RequestRecord
+from pytest_latency.spec.model import Objective
+
+#: records(phases as (name, rate, seconds), seed) -> every request, served to the end
+Serve = Callable[[list[tuple[str, float, float]], int], list[RequestRecord]]
+
+
+class VirtualProbes:
+    """A probe function for :func:`search_capacity`; each probe its own seed."""
+
+    def __init__(
+        self,
+        serve: Serve,
+        criteria: Sequence[Objective],
+        *,
+        warmup_s: float,
+        probe_s: float,
+        seed: int,
+        drain_s: float = 0.0,
+    ) -> None:
+        self.serve, self.criteria = serve, criteria
+        self.warmup_s, self.probe_s, self.drain_s = warmup_s, probe_s, drain_s
+        self.seed = seed
+        self.history: list[tuple[float, list[RequestRecord]]] = []
+
+    def __call__(
+        self, rate: float, looks: Sequence[float], confidences: Sequence[float]
+    ) -> ProbeResult:
+        phases = [("warmup", rate, self.warmup_s), ("probe", rate, self.probe_s)]
+        records = self.serve(phases, self.seed + 7919 * len(self.history))
+        earlier = [seen for done, seen in self.history if done == rate]
+        checked = self.warmup_s + RUNAWAY_CHECK_S
+        for look, confidence in zip(looks, confidences, strict=True):
+            cutoff = self.warmup_s + look * self.probe_s
+            while checked < cutoff:  # between looks, once a second, as a live probe does
+                before = [r for r in records if r.intended_s < checked]
+                if saturated(_as_of(before, checked), rate, self.warmup_s, RUNAWAY_Z):
+                    seen = [r for r in before if r.phase == "probe"]
+                    labels = [goal.label for goal in self.criteria]
+                    verdicts = {**dict.fromkeys(labels, "inconclusive"), SATURATION_LABEL: "fail"}
+                    cost = checked + self.drain_s
+                    queue = queue_evidence(_as_of(before, checked), rate, self.warmup_s, RUNAWAY_Z)
+                    shown = () if queue is None else (queue,)
+                    return ProbeResult(rate, len(seen), verdicts, True, cost, None, shown)
+                checked += RUNAWAY_CHECK_S
+            seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
+            before = [r for r in records if r.intended_s < cutoff]
+            verdicts, evidence = decide_probe(
+                self.criteria, seen, before, rate,
+                confidence=confidence, warmup_s=self.warmup_s, earlier=earlier,
+            )  # fmt: skip
+            last = look == looks[-1]
+            if "fail" in verdicts.values() or last:  # early looks stop on a fail only
+                self.history.append((rate, seen))
+                cost = cutoff + self.drain_s
+                return ProbeResult(rate, len(seen), verdicts, not last, cost, None, tuple(evidence))
+        raise AssertionError("the last look always decides")
+
+
+def _as_of(records: Sequence[RequestRecord], now: float) -> list[RequestRecord]:
+    """The records as a live probe sees them at ``now``: a request not ended yet has no end."""
+    return [
+        dataclasses.replace(record, end_s=None)
+        if record.end_s is not None and record.end_s > now
+        else record
+        for record in records
+    ]
