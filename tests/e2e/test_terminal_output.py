@@ -26,7 +26,7 @@ workload:
   output_tokens: 12
   timeout: 20s
   phases:
-    - {name: steady, arrival: poisson, rate: 8, duration: 3s}
+    - {name: steady, arrival: poisson, rate: 8, duration: 10s}
     - {name: burst, arrival: constant, rate: 40, duration: 1.5s}
 objectives:
   - {metric: ttft, p: 50, max: 1ms, phase: steady}
@@ -41,7 +41,7 @@ workload:
   output_tokens: 12
   timeout: 10s
   phases:
-    - {{name: steady, arrival: poisson, rate: 20, duration: 2s}}
+    - {{name: steady, arrival: constant, rate: 20, duration: 4s}}
     - {{name: burst, arrival: constant, rate: 60, duration: 1s}}
 objectives:
   - {{metric: error_rate, max: 100%}}  # a run this short cannot bound it lower
@@ -49,13 +49,14 @@ objectives:
 """
 PYTHON_TEST = f"""\
 import yaml
-from pytest_latency import ServerSpec, objective, steady
+from pytest_latency import Phase, ServerSpec, objective
 
 SERVER = ServerSpec(**yaml.safe_load({FAST_SIM!r}))
 
 
 def test_api(latency):
-    result = latency.run(steady(rate=20, duration_s=2), input_tokens=(10, 10),
+    result = latency.run(Phase('steady', rate=20, duration_s=4, arrival='constant'),
+                         input_tokens=(10, 10),
                          output_tokens=5, seed=1, server=SERVER)
     result.assert_slo(objective("ttft", p=99, max="5s"), objective("e2e", p=50, max="E2E_MAX"))
 """
