@@ -25,8 +25,9 @@ workload:
   input_tokens: [20, 40]
   output_tokens: 12
   timeout: 20s
+  warmup: 10
   phases:
-    - {name: steady, arrival: poisson, rate: 8, duration: 10s}
+    - {name: steady, arrival: constant, rate: 8, duration: 10s}
     - {name: burst, arrival: constant, rate: 40, duration: 1.5s}
 objectives:
   - {metric: ttft, p: 50, max: 1ms, phase: steady}
@@ -223,7 +224,7 @@ def test_progress_lines_in_a_ci_log_and_none_under_q(
     result = pytester.runpytest(*RELAXED, "-v")
     result.assert_outcomes(passed=1, warnings=2)
     result.stdout.re_match_lines(
-        [r"latency \ds of 2s: sent \d+/30, completed \d+, in flight \d+, \ds left"]
+        [r"latency \ds of 4s: sent \d+/80, completed \d+, in flight \d+, \ds left"]
     )
     assert "\r" not in result.stdout.str()  # plain lines, no rewriting
     quiet = pytester.runpytest(*RELAXED, "-q")

@@ -59,26 +59,26 @@ def _burst_spec(budget: str) -> str:
             - {{name: burst, arrival: constant, rate: 80, duration: 1s}}
         objectives:
           - {{metric: ttft, p: 95, max: 1ms, phase: burst}}
-          - {{metric: error_rate, max: 5%, phase: burst}}
+          - {{metric: e2e, p: 95, max: 5s, phase: burst}}
         """
     )
 
 
 # Why these decide only in later rounds: a burst's first look spends almost none of
-# the error budget (1e-12), so an error rate of 0 in 80 requests cannot yet bound it
-# under 5% (that takes about 550); by the third look (5 episodes, 400 requests) it can.
+# the error budget (1e-12), and one episode holds no estimate of how episodes vary, so
+# the generous e2e p95 passes only once episodes have been repeated.
 # The TTFT p95 is far over 1 ms (the embedded server's steps are 3 ms): a fail.
-BURST_LABELS = ["ttft p95 <= 1ms [burst]", "error_rate <= 5.00% [burst]"]
+BURST_LABELS = ["ttft p95 <= 1ms [burst]", "e2e p95 <= 5000ms [burst]"]
 
 
 @pytest.mark.slow
 def test_a_burst_objective_extends_in_rounds_until_decided(pytester):
     pytester.makefile(".slo.yaml", burst=_burst_spec("60s"))
     result = pytester.runpytest("--latency-json", "run.json", *LAX_LAG)
-    result.assert_outcomes(failed=1)  # decided: the TTFT fails, the error rate passes
+    result.assert_outcomes(failed=1)  # decided: the TTFT fails, the e2e p95 passes
     [run] = json.loads((pytester.path / "run.json").read_text())["runs"]
     looks = run["looks"]
-    assert len(looks) >= 2 and "error_rate <= 5.00% [burst]" in looks[0]["undecided"]
+    assert len(looks) >= 2 and looks[0]["undecided"]
     assert looks[-1]["undecided"] == []
     assert run["until_decided"]["stopped"] == "every objective decided"
     assert run["until_decided"]["max_s"] == 60.0
@@ -101,7 +101,7 @@ def test_python_runs_take_until_decided_s_with_their_objectives(pytester):
         SIM = ServerSpec(kind="sim", options={"decode_base_s": 0.003,
                          "decode_per_seq_s": 0.0001, "prefill_per_token_s": 0.00001})
         GOALS = [objective("ttft", p=95, max="1ms", phase="burst"),
-                 objective("error_rate", max="5%", phase="burst")]
+                 objective("e2e", p=95, max="5s", phase="burst")]
 
         def test_burst(latency):
             phases = (Phase("steady", rate=10, duration_s=2, arrival="constant"),
@@ -110,8 +110,8 @@ def test_python_runs_take_until_decided_s_with_their_objectives(pytester):
                                  input_tokens=(10, 10), output_tokens=4, seed=3)
             assert len(result.until_decided.looks) >= 2
             assert result.until_decided.stopped == "every objective decided"
-            ttft, errors = result.evaluate(GOALS)
-            assert (ttft.verdict.value, errors.verdict.value) == ("fail", "pass")
+            ttft, e2e = result.evaluate(GOALS)
+            assert (ttft.verdict.value, e2e.verdict.value) == ("fail", "pass")
         """
     )
     result = pytester.runpytest("--latency-json", "run.json", *LAX_LAG)
