@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_latency.analysis.looks import look_confidences as look_confidences  # re-exported
+from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.spec.model import Objective
 

@@ -3,7 +3,7 @@
 A probe at rate r offers a warm-up phase (not counted) and a probe phase, both at r.
 At each pre-planned look (a fraction of the probe phase: 50% and 100%) it waits until
 every probe request sent before the look has ended, decides the objectives at that
-look's share of alpha (:func:`~pytest_latency.analysis.capacity.look_confidences`) and,
+look's share of alpha (:func:`~pytest_latency.analysis.looks.look_confidences`) and,
 once one fails, stops sending: what was not sent stays a ``cancelled`` record with the
 reason. A pass needs the whole probe (a queue that builds slowly looks fine early).
 Between looks a runaway queue (over-saturation) fails the probe at once. After the run

@@ -18,10 +18,10 @@ from pytest_latency.analysis.capacity import (
     CapacityResult,
     ProbeResult,
     decide_capacity,
-    look_confidences,
     search_capacity,
 )
 from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
+from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim.config import SimConfig
