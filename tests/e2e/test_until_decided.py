@@ -56,26 +56,29 @@ def _burst_spec(budget: str) -> str:
           until_decided: {{max: {budget}}}
           phases:
             - {{name: steady, arrival: constant, rate: 10, duration: 2s}}
-            - {{name: burst, arrival: constant, rate: 80, duration: 1s}}
+            - {{name: burst, arrival: constant, rate: 80, duration: 500ms}}
         objectives:
           - {{metric: ttft, p: 95, max: 1ms, phase: burst}}
-          - {{metric: e2e, p: 95, max: 5s, phase: burst}}
+          - {{metric: e2e, p: 50, max: 5s, phase: burst}}
         """
     )
 
 
 # Why these decide only in later rounds: a burst's first look spends almost none of
 # the error budget (1e-12), and one episode holds no estimate of how episodes vary, so
-# the generous e2e p95 passes only once episodes have been repeated.
+# the generous e2e p50 passes only once episodes have been repeated: at 1 - 1e-12 a p50
+# bound needs 41 independent requests, and a burst has 40. A p50, not a p95: on a busy
+# machine whole bursts run slower than others, so each burst may count as one request;
+# a p50 bound at the later looks needs about 9 such units, a p95 bound about 90.
 # The TTFT p95 is far over 1 ms (the embedded server's steps are 3 ms): a fail.
-BURST_LABELS = ["ttft p95 <= 1ms [burst]", "e2e p95 <= 5000ms [burst]"]
+BURST_LABELS = ["ttft p95 <= 1ms [burst]", "e2e p50 <= 5000ms [burst]"]
 
 
 @pytest.mark.slow
 def test_a_burst_objective_extends_in_rounds_until_decided(pytester):
     pytester.makefile(".slo.yaml", burst=_burst_spec("60s"))
     result = pytester.runpytest("--latency-json", "run.json", *LAX_LAG)
-    result.assert_outcomes(failed=1)  # decided: the TTFT fails, the e2e p95 passes
+    result.assert_outcomes(failed=1)  # decided: the TTFT fails, the e2e p50 passes
     [run] = json.loads((pytester.path / "run.json").read_text())["runs"]
     looks = run["looks"]
     assert len(looks) >= 2 and looks[0]["undecided"]
@@ -101,11 +104,11 @@ def test_python_runs_take_until_decided_s_with_their_objectives(pytester):
         SIM = ServerSpec(kind="sim", options={"decode_base_s": 0.003,
                          "decode_per_seq_s": 0.0001, "prefill_per_token_s": 0.00001})
         GOALS = [objective("ttft", p=95, max="1ms", phase="burst"),
-                 objective("e2e", p=95, max="5s", phase="burst")]
+                 objective("e2e", p=50, max="5s", phase="burst")]
 
         def test_burst(latency):
             phases = (Phase("steady", rate=10, duration_s=2, arrival="constant"),
-                      Phase("burst", rate=80, duration_s=1, arrival="constant"))
+                      Phase("burst", rate=80, duration_s=0.5, arrival="constant"))
             result = latency.run(*phases, server=SIM, objectives=GOALS, until_decided_s=60,
                                  input_tokens=(10, 10), output_tokens=4, seed=3)
             assert len(result.until_decided.looks) >= 2
