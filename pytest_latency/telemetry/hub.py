@@ -124,7 +124,7 @@ class TelemetryHub:
         receiver.clear()
         return join_records(
             records, timings, unknown_traces=unknown, waited_s=waited,
-            receiver=receiver.traces_url,
+            receiver=receiver.traces_url, expect_spans=expect_spans,
         )  # fmt: skip
 
     def close(self) -> None:
