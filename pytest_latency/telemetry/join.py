@@ -110,24 +110,37 @@ def missing_spans(
     records: Sequence[RequestRecord], span_timings: Mapping[str, object], waited_s: float
 ) -> str | None:
     """Why the run's server spans are missing, or None: none of the completed requests
-    got one, or the last of them (in planned order) got none after earlier ones did."""
+    got one, or the last of them (in planned order) got none after earlier ones did.
+    Read after the join: it says whether another source filled their queue waits."""
     wanted = sorted((r for r in records if r.ok), key=lambda r: r.intended_s)
     if not wanted:
         return None
     arrived = [record.trace_id in span_timings for record in wanted]
-    unknown = "their queue waits are unknown (null), not zero"
     if not any(arrived):
         return (
             f"no server spans arrived for any of the {len(wanted)} completed requests "
-            f"(waited {waited_s:.1f}s): {unknown}; check that the server exports to the "
-            "receiver (a vLLM image without OpenTelemetry packages cannot)"
+            f"(waited {waited_s:.1f}s): {_consequence(wanted)}; check that the server "
+            "exports to the receiver (a vLLM image without OpenTelemetry packages cannot)"
         )
     last = max(index for index, got in enumerate(arrived) if got)
-    tail = len(wanted) - 1 - last
-    if tail >= max(STOPPED_MIN_REQUESTS, math.ceil(STOPPED_MIN_SHARE * len(wanted))):
+    tail = wanted[last + 1 :]
+    if len(tail) >= max(STOPPED_MIN_REQUESTS, math.ceil(STOPPED_MIN_SHARE * len(wanted))):
         return (
-            f"server spans stopped arriving: none for the last {tail} of {len(wanted)} "
-            f"completed requests (planned from {wanted[last + 1].intended_s:.1f}s; waited "
-            f"{waited_s:.1f}s after the run): {unknown}"
+            f"server spans stopped arriving: none for the last {len(tail)} of {len(wanted)} "
+            f"completed requests (planned from {tail[0].intended_s:.1f}s; waited "
+            f"{waited_s:.1f}s after the run): {_consequence(tail)}"
         )
     return None
+
+
+def _consequence(spanless: Sequence[RequestRecord]) -> str:
+    """What the missing spans cost: queue waits unknown, unless another source said."""
+    unknown = sum(record.queue_wait_s is None for record in spanless)
+    if unknown == len(spanless):
+        return "their queue waits are unknown (null), not zero"
+    sources = sorted({r.server_source for r in spanless if r.server_source is not None})
+    if unknown == 0:
+        return f"their queue waits come from {', '.join(sources)} instead"
+    return (
+        f"{unknown} of them have no queue wait (null, not zero); the rest from {', '.join(sources)}"
+    )

@@ -71,3 +71,20 @@ def test_late_or_scattered_missing_spans_are_only_counted(
 
 def test_no_problem_when_spans_were_not_expected() -> None:
     assert join_records(records(6), {}, expect_spans=False).span_problem is None
+
+
+def test_spanless_requests_with_a_server_timing_header_say_where_their_waits_came_from() -> None:
+    run = records(6)
+    for record in run[:4]:
+        record.server_timing = "queue;dur=200"
+    report = join_records(run, {}, expect_spans=True)
+    assert report.joined == 4
+    assert report.span_problem is not None
+    assert "2 of them have no queue wait (null, not zero); the rest from server-timing" in (
+        report.span_problem
+    )
+    for record in run[4:]:
+        record.server_timing = "queue;dur=200"
+    report = join_records(run, {}, expect_spans=True)
+    assert report.span_problem is not None
+    assert "their queue waits come from server-timing instead" in report.span_problem
