@@ -59,7 +59,7 @@ def serve() -> Iterator[Serve]:
 
     def start(pages: dict[str, str]) -> str:
         server = Pages(pages)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
         servers.append(server)
         return server.url
 
