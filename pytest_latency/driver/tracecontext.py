@@ -6,6 +6,14 @@ to the record by trace id. Spans live on a private ``TracerProvider`` (the globa
 be set only once per process and belongs to the user). Without an exporter spans cost
 only their ids; with ``--latency-otlp-endpoint`` they go to the user's collector.
 
+Every request is sampled, whatever the test host's ``OTEL_*`` variables say: the
+provider has an always-on sampler (``OTEL_TRACES_SAMPLER=traceidratio`` with
+``OTEL_TRACES_SAMPLER_ARG=0`` would otherwise send ``traceparent``s with the sampled flag
+clear, and vLLM and SGLang export no span for those: every join would come back empty,
+silently). With ``OTEL_SDK_DISABLED=true`` the SDK hands out no-op spans without ids; the
+request then still gets a ``traceparent`` of our own making (random W3C ids, sampled
+flag set), and only the client span itself is not recorded.
+
 Span times: the span starts at the request's *planned* send time and ends when its
 response ended, the same boundary as the record's e2e. Monotonic instants are turned into
 epoch nanoseconds with one offset per run, never per request.
@@ -16,7 +24,17 @@ from __future__ import annotations
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import Span, SpanKind, StatusCode, set_span_in_context
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    StatusCode,
+    TraceFlags,
+    set_span_in_context,
+)
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from pytest_latency.records import RequestRecord
@@ -29,9 +47,11 @@ class ClientSpans:
     """Starts and ends the client span of every request of a run (or of a session)."""
 
     def __init__(self, exporter: SpanExporter | None = None) -> None:
+        # ALWAYS_ON, never the environment's sampler: see the module docstring.
         self._provider = TracerProvider(
-            resource=Resource.create({"service.name": "pytest-latency"})
+            sampler=ALWAYS_ON, resource=Resource.create({"service.name": "pytest-latency"})
         )
+        self._ids = RandomIdGenerator()
         if exporter is not None:
             self._provider.add_span_processor(BatchSpanProcessor(exporter))
         self._tracer = self._provider.get_tracer("pytest_latency.driver")
@@ -39,8 +59,21 @@ class ClientSpans:
     def start(self, start_epoch_ns: int, headers: dict[str, str]) -> tuple[Span, str]:
         """A started span and its trace id (32 hex); ``traceparent`` is added to ``headers``."""
         span = self._tracer.start_span(SPAN_NAME, kind=SpanKind.CLIENT, start_time=start_epoch_ns)
+        if not span.get_span_context().is_valid:  # OTEL_SDK_DISABLED: a no-op span
+            span = self._own_ids()
         _PROPAGATOR.inject(headers, context=set_span_in_context(span))
         return span, format(span.get_span_context().trace_id, "032x")
+
+    def _own_ids(self) -> Span:
+        """A non-recording span with fresh W3C ids and the sampled flag: what the
+        ``traceparent`` needs when the SDK records nothing."""
+        context = SpanContext(
+            trace_id=self._ids.generate_trace_id(),
+            span_id=self._ids.generate_span_id(),
+            is_remote=False,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        return NonRecordingSpan(context)
 
     def shutdown(self) -> None:
         """Flush spans still batched (bounded by the exporter's own timeout)."""

@@ -47,7 +47,7 @@ from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
 from pytest_latency.spec.model import MAX_SEED, Objective, Phase, Workload
-from pytest_latency.telemetry.prometheus import detect_kind, parse_exposition
+from pytest_latency.telemetry.queue_depth import queue_depth
 from pytest_latency.workload import build_plan
 
 ENDED_POLL_S = 0.02
@@ -242,15 +242,9 @@ class LiveSearch:
         """Wait until the server's queue is empty, by its /metrics (bounded by the
         request timeout and the deadline); say how the drain ended."""
         until = min(self._deadline, time.monotonic() + self.template.timeout_s)
-        url = self.target.base_url.rstrip("/") + "/metrics"
         with httpx.Client(timeout=2.0, trust_env=False) as client:
             while time.monotonic() < until:
-                try:
-                    text = client.get(url).text
-                    kind = detect_kind(text)
-                    values = parse_exposition(text, kind) if kind else {}
-                except (httpx.HTTPError, ValueError):
-                    values = {}
+                values = queue_depth(client, self.target.base_url)  # SGLang: /v1/loads
                 if "waiting" not in values and "running" not in values:
                     return "no queue gauges: drained when every request had ended"
                 if values.get("waiting", 0.0) + values.get("running", 0.0) <= 0:

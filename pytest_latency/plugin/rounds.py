@@ -138,6 +138,7 @@ def _merge_joins(first: JoinReport | None, later: JoinReport | None) -> JoinRepo
         sources=sources,
         unknown_traces=first.unknown_traces + later.unknown_traces,
         waited_s=first.waited_s + later.waited_s,
+        span_problem=later.span_problem or first.span_problem,  # the latest round's first
     )
 
 

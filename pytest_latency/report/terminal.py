@@ -99,6 +99,8 @@ def _telemetry_lines(run: LatencyResult, width: int) -> list[str]:
             f"server spans at {join.receiver}: {join.joined}/{join.requests} requests joined"
             f" (waited {join.waited_s:.1f}s; {join.unknown_traces} traces from outside the run)"
         )
+    if join is not None and join.span_problem is not None:
+        texts.append(f"WARNING: {join.span_problem}")
     series = run.server_metrics
     if series is not None:
         waiting = [value for value in series.waiting if value is not None]

@@ -49,6 +49,19 @@ class Listen:
 
 
 @dataclass(frozen=True, slots=True)
+class Fallback:
+    """Start ``spec`` instead when the first start failed with one of ``log_markers`` in
+    its error (the container's last log lines); ``reason`` is recorded with the server."""
+
+    log_markers: tuple[str, ...]
+    reason: str
+    spec: ContainerSpec
+
+    def applies(self, error: str) -> bool:
+        return any(marker in error for marker in self.log_markers)
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerSpec:
     """Exactly what ``docker run`` gets for one server (never a secret's value)."""
 
@@ -68,6 +81,7 @@ class ContainerSpec:
     health_path: str = "/health"
     startup_timeout_s: float = 120.0
     exports_spans: bool = False
+    fallback: Fallback | None = None  # a second try when the image refuses this one
 
     def docker_kwargs(self) -> dict[str, Any]:
         """docker-py ``containers.create`` arguments beyond image, command and env."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from pytest_latency.servers._http import discover_model, probe_version
-from pytest_latency.servers.base import ServerInfo
-from pytest_latency.servers.container import ContainerSpec, run_container
+from pytest_latency.servers.base import ServerInfo, ServerStartError
+from pytest_latency.servers.container import ContainerSpec, RunningContainer, run_container
 from pytest_latency.servers.kinds import BUILTIN_KINDS, ServerKind, builtin_kind
 from pytest_latency.spec.model import ServerSpec
+
+logger = logging.getLogger("pytest_latency.servers")
 
 
 def _builtin(name: str) -> ServerKind:
@@ -31,10 +34,34 @@ def runs_in_container(spec: ServerSpec) -> bool:
 
 
 @contextmanager
+def run_with_fallbacks(
+    container_spec: ContainerSpec,
+) -> Iterator[tuple[RunningContainer, tuple[str, ...]]]:
+    """Run ``container_spec``; when it fails to start with a marker of its fallback in
+    the error (an image refusing a flag), run the fallback instead. Yields the running
+    container and the reasons of the fallbacks taken (each attempt's container is
+    removed before the next)."""
+    reasons: list[str] = []
+    with ExitStack() as stack:
+        while True:
+            try:
+                running = stack.enter_context(run_container(container_spec))
+                break
+            except ServerStartError as error:
+                fallback = container_spec.fallback
+                if fallback is None or not fallback.applies(str(error)):
+                    raise
+                reasons.append(fallback.reason)
+                logger.warning("%s: %s", container_spec.kind, fallback.reason)
+                container_spec = fallback.spec
+        yield running, tuple(reasons)
+
+
+@contextmanager
 def start(spec: ServerSpec, kind: ServerKind) -> Iterator[ServerInfo]:
     """Start ``kind``'s container for ``spec`` and yield the server it runs, until exit."""
-    container_spec = kind.build(spec)
-    with run_container(container_spec) as running:
+    with run_with_fallbacks(kind.build(spec)) as (running, fallbacks):
+        container_spec = running.spec
         if kind.after_start is not None:
             kind.after_start(running)
         model = container_spec.served_model or discover_model(running.url)
@@ -47,6 +74,8 @@ def start(spec: ServerSpec, kind: ServerKind) -> Iterator[ServerInfo]:
         }
         if container_spec.gpus:
             details["gpus"] = container_spec.gpus
+        if fallbacks:
+            details["fallbacks"] = list(fallbacks)
         version = probe_version(running.url)
         if version:
             details["version"] = version

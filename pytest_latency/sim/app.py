@@ -49,7 +49,9 @@ class SimApp:
     def __init__(self, config: SimConfig) -> None:
         self.config = config
         endpoint = config.otlp_traces_endpoint
-        self.spans = SpanExport(endpoint, config.model) if endpoint else None
+        self.spans = (
+            SpanExport(endpoint, config.model, sampling=config.otlp_sampling) if endpoint else None
+        )
         self.live = LiveEngine(config, self.spans)
         self.invalid = 0  # requests refused by validation (400/404)
         self._ordinal = 0

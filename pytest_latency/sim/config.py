@@ -10,6 +10,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 DEFAULT_MODEL = "sim-tiny"
+#: ``parent``: the caller's sampled flag decides, as in vLLM (``vllm/tracing/otel.py``
+#: builds its TracerProvider with the SDK's default, parent-based sampler); ``all``.
+OTLP_SAMPLINGS = ("parent", "all")
 
 
 def _opt(default: Any, help_text: str) -> Any:
@@ -49,6 +52,11 @@ class SimConfig:
     otlp_traces_endpoint: str = _opt(
         "", "OTLP/HTTP URL (with /v1/traces) for vLLM-style request spans; empty: no export"
     )
+    otlp_sampling: str = _opt(
+        "parent",
+        "which requests get a span: parent (as vLLM and SGLang: none when the incoming "
+        "traceparent's sampled flag is clear) or all",
+    )
 
     def __post_init__(self) -> None:
         for name in ("replicas", "max_batch", "max_model_len", "default_max_tokens"):
@@ -70,6 +78,11 @@ class SimConfig:
             raise ValueError("SimConfig: decode_base_s + decode_per_seq_s must be > 0")
         if not self.model:
             raise ValueError("SimConfig.model must be a non-empty string")
+        if self.otlp_sampling not in OTLP_SAMPLINGS:
+            raise ValueError(
+                f"SimConfig.otlp_sampling must be one of {', '.join(OTLP_SAMPLINGS)}, "
+                f"got {self.otlp_sampling!r}"
+            )
         endpoint = self.otlp_traces_endpoint
         if endpoint and not endpoint.startswith(("http://", "https://")):
             raise ValueError(

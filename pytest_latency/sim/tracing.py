@@ -10,6 +10,10 @@ vLLM exports it: name ``llm_request``, kind SERVER, child of the caller's W3C
 ``gen_ai.usage.prompt_tokens`` / ``.completion_tokens``, ``gen_ai.request.id`` (the
 ``X-Request-Id`` header when sent) and ``gen_ai.response.model``.
 
+As in vLLM (its provider keeps the SDK's default, parent-based sampler), a request
+whose ``traceparent`` has the sampled flag clear gets no span at all; a request
+without one gets a root span. ``SimConfig.otlp_sampling="all"`` exports every request.
+
 Spans are built once per finished request on the event loop (never per token), from
 the request's :class:`~pytest_latency.sim.engine.ServerTimings`: the very instants the
 ``Server-Timing`` header and the snapshot report. Perf-counter instants become epoch
@@ -161,7 +165,7 @@ class SpanExport:
 
     def __init__(
         self, endpoint: str, model: str, timeout_s: float = EXPORT_TIMEOUT_S,
-        exporter: SpanExporter | None = None,
+        exporter: SpanExporter | None = None, sampling: str = "parent",
     ) -> None:  # fmt: skip
         self.model = model
         self.timeout_s = timeout_s
@@ -170,7 +174,8 @@ class SpanExport:
         self._ids = _TraceIds()
         self._exporter = _GuardedExporter(exporter or _otlp_exporter(endpoint, timeout_s))
         self._provider = TracerProvider(
-            sampler=ParentBased(ALWAYS_ON), id_generator=self._ids, shutdown_on_exit=False,
+            sampler=ParentBased(ALWAYS_ON) if sampling == "parent" else ALWAYS_ON,
+            id_generator=self._ids, shutdown_on_exit=False,
             resource=Resource.create({"service.name": SERVICE_NAME}),
         )  # fmt: skip
         self._provider.add_span_processor(

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
     from pytest_latency.telemetry.prometheus import MetricsSeries
     from pytest_latency.telemetry.receiver import OtlpReceiver
 
+# Kinds that serve no Prometheus /metrics: scraping them would only record failures
+# (Ollama's routes, server/routes.go and openai/openai.go, have none).
+NO_METRICS_KINDS = frozenset({"ollama"})
+
 __all__ = (
     "DEFAULT_METRICS_INTERVAL_S",
     "Observation",
@@ -87,9 +91,10 @@ class TelemetryHub:
 
     @contextmanager
     def observe(self, base_url: str, server_kind: str) -> Iterator[Observation]:
-        """Scrape the server's ``/metrics`` while the block runs (if enabled)."""
+        """Scrape the server's ``/metrics`` while the block runs (if enabled, and if the
+        kind has any)."""
         observation = Observation()
-        if self.settings.metrics_interval_s <= 0:
+        if self.settings.metrics_interval_s <= 0 or server_kind in NO_METRICS_KINDS:
             yield observation
             return
         from pytest_latency.telemetry.prometheus import KINDS, MetricsScraper
@@ -124,7 +129,7 @@ class TelemetryHub:
         receiver.clear()
         return join_records(
             records, timings, unknown_traces=unknown, waited_s=waited,
-            receiver=receiver.traces_url,
+            receiver=receiver.traces_url, expect_spans=expect_spans,
         )  # fmt: skip
 
     def close(self) -> None:

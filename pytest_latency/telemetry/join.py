@@ -3,17 +3,25 @@
 Sources, in order of preference: server spans received over OTLP, the ``Server-Timing``
 response header, llama.cpp's last-chunk ``timings``. Values are merged field by field
 (a span's queue wait is not overwritten by a header's). A record whose server data never
-arrived keeps nulls and is counted: never dropped, never guessed.
+arrived keeps nulls and is counted: never dropped, never guessed. When spans were
+expected and none came, or they stopped coming partway through the run, the report
+says so in words (``span_problem``), so a summary never shows null queue waits alone.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_latency.records import RequestRecord
 from pytest_latency.telemetry.headers import parse_llamacpp_timings, parse_server_timing
 from pytest_latency.telemetry.timings import ServerTimings
+
+# Spans "stopped arriving" when at least this many of the last requests have none
+# (and at least this share of the run): fewer is a late span or two, already counted.
+STOPPED_MIN_REQUESTS = 3
+STOPPED_MIN_SHARE = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +34,9 @@ class JoinReport:
     unknown_traces: int = 0  # traces received that match no record of the run
     waited_s: float = 0.0
     receiver: str | None = None  # where server spans were expected, if anywhere
+    # Why server spans are missing, in words (none arrived, or they stopped arriving);
+    # None when they came or were not expected. Not in the JSON: its counts say it.
+    span_problem: str | None = None
 
     @property
     def missing(self) -> int:
@@ -64,8 +75,13 @@ def join_records(
     unknown_traces: int = 0,
     waited_s: float = 0.0,
     receiver: str | None = None,
+    expect_spans: bool = False,
 ) -> JoinReport:
-    """Fill each record's server durations in place; return the counts."""
+    """Fill each record's server durations in place; return the counts.
+
+    ``expect_spans``: the server is known to send spans to ``receiver``; their absence
+    is then described in ``span_problem``.
+    """
     joined = 0
     sources: dict[str, int] = {}
     for record in records:
@@ -86,4 +102,45 @@ def join_records(
         unknown_traces=unknown_traces,
         waited_s=waited_s,
         receiver=receiver,
+        span_problem=missing_spans(records, span_timings, waited_s) if expect_spans else None,
+    )
+
+
+def missing_spans(
+    records: Sequence[RequestRecord], span_timings: Mapping[str, object], waited_s: float
+) -> str | None:
+    """Why the run's server spans are missing, or None: none of the completed requests
+    got one, or the last of them (in planned order) got none after earlier ones did.
+    Read after the join: it says whether another source filled their queue waits."""
+    wanted = sorted((r for r in records if r.ok), key=lambda r: r.intended_s)
+    if not wanted:
+        return None
+    arrived = [record.trace_id in span_timings for record in wanted]
+    if not any(arrived):
+        return (
+            f"no server spans arrived for any of the {len(wanted)} completed requests "
+            f"(waited {waited_s:.1f}s): {_consequence(wanted)}; check that the server "
+            "exports to the receiver (a vLLM image without OpenTelemetry packages cannot)"
+        )
+    last = max(index for index, got in enumerate(arrived) if got)
+    tail = wanted[last + 1 :]
+    if len(tail) >= max(STOPPED_MIN_REQUESTS, math.ceil(STOPPED_MIN_SHARE * len(wanted))):
+        return (
+            f"server spans stopped arriving: none for the last {len(tail)} of {len(wanted)} "
+            f"completed requests (planned from {tail[0].intended_s:.1f}s; waited "
+            f"{waited_s:.1f}s after the run): {_consequence(tail)}"
+        )
+    return None
+
+
+def _consequence(spanless: Sequence[RequestRecord]) -> str:
+    """What the missing spans cost: queue waits unknown, unless another source said."""
+    unknown = sum(record.queue_wait_s is None for record in spanless)
+    if unknown == len(spanless):
+        return "their queue waits are unknown (null), not zero"
+    sources = sorted({r.server_source for r in spanless if r.server_source is not None})
+    if unknown == 0:
+        return f"their queue waits come from {', '.join(sources)} instead"
+    return (
+        f"{unknown} of them have no queue wait (null, not zero); the rest from {', '.join(sources)}"
     )

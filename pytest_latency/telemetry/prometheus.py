@@ -36,7 +36,8 @@ __all__ = (
 
 # Per server kind: series key -> metric names, the first one present wins (the later
 # ones are older spellings). ``waiting`` and ``running`` are in every kind; the other
-# keys are extras. Label sets of one name are summed (vLLM: model_name x engine).
+# keys are extras. Label sets of one name are summed (vLLM: model_name x engine), but
+# KV-cache use is averaged (_AVERAGED).
 _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
     "vllm": {
         "waiting": ("vllm:num_requests_waiting",),
@@ -64,6 +65,11 @@ KINDS: tuple[str, ...] = tuple(_NAMES)  # detection order for "auto"
 _ALL_NAMES = frozenset(
     name for keys in _NAMES.values() for names in keys.values() for name in names
 )
+# Each series is a fraction of its own engine's (vLLM ``engine`` label) or data-parallel
+# rank's (SGLang ``dp_rank``) KV pool: their sum passes 1 with data parallelism. The mean
+# is the pool-wide fraction when the pools are of one size (vllm/v1/metrics/loggers.py,
+# sglang/srt/observability/scheduler_metrics_mixin.py).
+_AVERAGED = frozenset(name for keys in _NAMES.values() for name in keys.get("kv_cache_usage", ()))
 
 DEFAULT_MAX_SAMPLES = 100_000
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -96,16 +102,21 @@ def _known_lines(text: str) -> str:
 
 
 def _sums(text: str) -> dict[str, float]:
-    """Known sample name -> sum of its finite values over all label sets.
+    """Known sample name -> sum of its finite values over all label sets (the mean for
+    KV-cache use, ``_AVERAGED``).
 
     Raises ValueError (from the parser) when a known line does not parse.
     """
     sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
     for family in text_string_to_metric_families(_known_lines(text)):
         for sample in family.samples:
             value = float(sample.value)
             if sample.name in _ALL_NAMES and math.isfinite(value):
                 sums[sample.name] = sums.get(sample.name, 0.0) + value
+                counts[sample.name] = counts.get(sample.name, 0) + 1
+    for name in _AVERAGED & sums.keys():
+        sums[name] /= counts[name]
     return sums
 
 
@@ -133,7 +144,8 @@ def detect_kind(text: str) -> str | None:
 def parse_exposition(text: str, kind: str) -> dict[str, float]:
     """Gauge values of one scrape: ``waiting``, ``running`` and extras present in ``text``.
 
-    Values of one metric are summed over its label sets; a missing metric is absent
+    Values of one metric are summed over its label sets (KV-cache use: averaged over
+    engines and ranks); a missing metric is absent
     from the result. ``kind="auto"`` detects the kind first (empty result when no
     known server's gauges appear). Raises ValueError for an unknown kind or a known
     metric line that does not parse.

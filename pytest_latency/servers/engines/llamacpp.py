@@ -6,6 +6,12 @@ the llama-cpp-python sdist, with a tiny random-weight model baked in). The upstr
 ``--latency-image`` can name them; with ``--latency-gpus`` the CUDA image is the
 default and every layer is offloaded (``-ngl``). A host ``.gguf`` path given as the
 model is mounted read-only.
+
+``llama-server`` splits ``--ctx-size`` between its ``--parallel`` slots (without
+``--kv-unified``, each slot gets ``n_ctx / n_parallel`` tokens; ``tools/server/server.cpp``),
+and rejects a prompt longer than its slot. So the ``ctx_size`` option is the context of
+one slot, and the server gets ``ctx_size * parallel``: 2,048 tokens a slot on CPU (the
+bundled tiny model), 8,192 on GPUs.
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ BUNDLED_MODEL = "/models/tiny-random-llama.gguf"
 DEFAULT_PORT = 8080
 HOST_MODEL_DIR = "/models/host"
 OPTIONS = frozenset({"parallel", "threads", "ctx_size"})
-DEFAULTS = {"parallel": 4, "threads": 1, "ctx_size": 8192}
+DEFAULTS = {"parallel": 4, "threads": 1, "ctx_size": 2048}  # ctx_size: per slot
+GPU_SLOT_CTX = 8192  # per slot on GPUs, where real models take real prompts
 
 
 def _settings(spec: ServerSpec) -> dict[str, int]:
     settings = {}
-    for name, default in DEFAULTS.items():
+    defaults = {**DEFAULTS, "ctx_size": GPU_SLOT_CTX} if spec.gpus else DEFAULTS
+    for name, default in defaults.items():
         value = spec.options.get(name, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ServerStartError(
@@ -77,8 +85,8 @@ def container_spec(spec: ServerSpec) -> ContainerSpec:
         "--metrics",  # /metrics: requests_processing, requests_deferred, token counters
         "--parallel", str(settings["parallel"]),
         "--threads", str(settings["threads"]),
-        # The context is shared by the slots: each slot gets ctx_size / parallel tokens.
-        "--ctx-size", str(settings["ctx_size"]),
+        # The server splits its context between the slots: give each slot ctx_size.
+        "--ctx-size", str(settings["ctx_size"] * settings["parallel"]),
     ]  # fmt: skip
     if spec.gpus:
         command += ["--n-gpu-layers", "999"]

@@ -15,6 +15,7 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -54,8 +55,14 @@ def hub() -> Iterator[TelemetryHub]:
 
 
 def export_queue_span(exchange: Exchange, traces_url: str) -> None:
-    """What a queue-instrumented server sends: one span carrying only its queue time."""
-    provider = TracerProvider()
+    """What a queue-instrumented server sends: one span carrying only its queue time.
+
+    Parent-based sampling, as vLLM (``vllm/tracing/otel.py``) and SGLang
+    (``srt/observability/trace.py``) get from the SDK's default: no span at all when the
+    request's ``traceparent`` is not sampled. Set here, not read from the environment:
+    the test host's ``OTEL_*`` variables are the client's, not the server's.
+    """
+    provider = TracerProvider(sampler=ParentBased(ALWAYS_ON))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=traces_url)))
     context = TraceContextTextMapPropagator().extract(exchange.headers)
     span = provider.get_tracer("scripted").start_span(
@@ -93,6 +100,28 @@ def test_seed_exercise_record(server: ScriptedServer, hub: TelemetryHub) -> None
     assert split.queue_share == pytest.approx(0.2 / record.ttft_s)  # queue / TTFT, exactly
     assert split.queue_share == pytest.approx(0.4, abs=2 * tolerance)
     assert split.unattributed_share == pytest.approx(1 - split.queue_share)
+
+
+@pytest.mark.slow
+def test_seed_exercise_joins_every_span_whatever_the_hosts_otel_sampler(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CI host that samples nothing: the client's own sampler must not listen.
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "traceidratio")
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER_ARG", "0")
+    telemetry = TelemetryHub(TelemetrySettings(grace_s=5.0, metrics_interval_s=0))
+    try:
+        server.route("seed", SEED_TIMELINE)
+        plan = plan_at([0.0, 0.05, 0.1, 0.15, 0.2, 0.25], timeout_s=5.0)
+        outcome = run_plan(plan, Target(server.url, "seed"), telemetry.client_spans)
+        for exchange in server.exchanges:
+            export_queue_span(exchange, telemetry.receiver.traces_url)
+        report = telemetry.join(outcome.records, expect_spans=True)
+    finally:
+        telemetry.close()
+    assert (report.requests, report.joined, report.missing) == (6, 6, 0)
+    assert report.span_problem is None
+    assert all(record.queue_wait_s == pytest.approx(0.2) for record in outcome.records)
 
 
 @pytest.mark.slow

@@ -173,7 +173,8 @@ sim:request_queue_time_seconds_count 3
 """
 
 CASES = [
-    ("vllm", VLLM, {"waiting": 4.0, "running": 12.0, "kv_cache_usage": 0.375}),
+    # KV-cache use: the mean of its two engines (0.25, 0.125), not their sum.
+    ("vllm", VLLM, {"waiting": 4.0, "running": 12.0, "kv_cache_usage": 0.1875}),
     ("tgi", TGI, {"waiting": 6.0, "running": 4.0}),
     ("sglang", SGLANG, {"waiting": 2.0, "running": 22.0, "kv_cache_usage": 0.28}),
     ("llamacpp", LLAMACPP, {"waiting": 3.0, "running": 2.0}),
@@ -369,7 +370,7 @@ def test_given_kind_keeps_its_extras() -> None:
         series = _run_briefly(url, kind="vllm")
     assert series.kind == "vllm" and series.failures == 0 and series.scrapes >= 2
     assert set(series.waiting) == {4.0} and set(series.running) == {12.0}
-    assert series.extra["kv_cache_usage"] == [0.375] * series.scrapes
+    assert series.extra["kv_cache_usage"] == [0.1875] * series.scrapes
 
 
 def test_connection_refused_is_counted_not_raised() -> None:
@@ -413,3 +414,21 @@ def test_stop_without_start_is_empty() -> None:
     series = MetricsScraper("http://127.0.0.1:1/metrics", "tgi").stop()
     assert series.kind == "tgi" and series.t_s == [] and series.extra == {}
     assert series.scrapes == 0 and series.failures == 0
+
+
+def test_kv_cache_use_is_averaged_over_data_parallel_ranks_not_summed() -> None:
+    # Two SGLang ranks at 70 % and 90 % of their own pools: 0.8 overall, never 1.6.
+    text = (
+        'sglang:num_running_reqs{dp_rank="0",model_name="m"} 3\n'
+        'sglang:num_running_reqs{dp_rank="1",model_name="m"} 5\n'
+        'sglang:num_queue_reqs{dp_rank="0",model_name="m"} 0\n'
+        'sglang:token_usage{dp_rank="0",model_name="m"} 0.7\n'
+        'sglang:token_usage{dp_rank="1",model_name="m"} 0.9\n'
+    )
+    values = parse_exposition(text, "sglang")
+    assert values["running"] == 8.0  # request counts still add up across ranks
+    assert values["kv_cache_usage"] == pytest.approx(0.8)
+    vllm = 'vllm:num_requests_running{engine="0",model_name="m"} 1\n' + "".join(
+        f'vllm:kv_cache_usage_perc{{engine="{i}",model_name="m"}} 1.0\n' for i in range(4)
+    )
+    assert parse_exposition(vllm, "vllm")["kv_cache_usage"] == pytest.approx(1.0)  # not 4
