@@ -34,6 +34,7 @@ from pytest_latency.analysis.verdict import (
 )
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec.model import objective
+from tests.helpers.queues import mm1_sojourns, mm1_truth
 
 # statistical simulations: many seeded replicate runs per test
 pytestmark = pytest.mark.slow
@@ -44,30 +45,6 @@ Rates = tuple[float, float]  # (fail rate, pass rate)
 
 
 # --- generators -----------------------------------------------------------------------
-
-
-def mm1_sojourns(seed: int, reps: int, n: int, utilisation: float, warm: int = 2000) -> np.ndarray:
-    """Time in system of n consecutive customers of an M/M/1 queue (service rate 1).
-
-    Lindley's recursion, vectorised over replicates; ``warm`` customers are discarded
-    so each run starts in the stationary regime. True p-quantile: -ln(1-p)/(1-rho).
-    """
-    rng = np.random.default_rng(seed)
-    total = n + warm
-    gaps = rng.exponential(1.0 / utilisation, size=(reps, total))
-    services = rng.exponential(1.0, size=(reps, total))
-    wait = np.zeros(reps)
-    sojourns = np.empty((reps, n))
-    for index in range(total):
-        if index >= warm:
-            sojourns[:, index - warm] = wait + services[:, index]
-        if index + 1 < total:
-            wait = np.maximum(0.0, wait + services[:, index] - gaps[:, index + 1])
-    return sojourns
-
-
-def mm1_truth(q: float, utilisation: float) -> float:
-    return -math.log(1.0 - q) / (1.0 - utilisation)
 
 
 def lognormal_truth(q: float, sigma: float = 0.5) -> float:

@@ -14,7 +14,7 @@ import pytest
 
 from pytest_latency.analysis.looks import LookSchedule
 from pytest_latency.analysis.percentiles import correlated_quantile_bounds
-from tests.unit.analysis.test_correlated_verdicts import mm1_sojourns, mm1_truth
+from tests.helpers.queues import mm1_sojourns, mm1_truth
 
 pytestmark = pytest.mark.slow
 
