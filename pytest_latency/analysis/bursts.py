@@ -31,6 +31,7 @@ from pytest_latency.analysis.planning import (
     plan_power,
     planned_samples,
 )
+from pytest_latency.analysis.recovery_plan import recovery_power
 from pytest_latency.spec.model import Objective, Workload
 from pytest_latency.workload import Plan, build_plan
 
@@ -135,8 +136,9 @@ def check_power(
 ) -> list[ObjectivePower]:
     """Each objective's power for the plan the session checks before sending: the count
     floor of :func:`plan_power` (with ``until_decided``: at the most episodes the budget
-    holds, at its last look's confidence) and, for an objective over a burst, the
-    episodes it needs (:func:`correlated_power`). ``confidence``: each objective's."""
+    holds, at its last look's confidence) and, for an objective over a burst or a
+    recovery after one, the episodes it needs (:func:`correlated_power`,
+    :func:`.recovery_plan.recovery_power`). ``confidence``: each objective's."""
     plan = build_plan(workload)
     counted, last = plan, confidence
     if workload.until_decided_s is not None:
@@ -145,6 +147,7 @@ def check_power(
         last = schedule.confidences(confidence)[-1]
     powers = plan_power(counted, objectives, [last] * len(objectives))
     bursts = correlated_power(plan, objectives, [confidence] * len(objectives))
+    bursts += recovery_power(workload, objectives, [confidence] * len(objectives))
     short = {power.objective: power for power in bursts}
     # Over a burst, more requests in one episode never help: the episodes' fix wins.
     return [short.get(power.objective, power) for power in powers]

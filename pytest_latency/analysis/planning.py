@@ -69,8 +69,11 @@ class ObjectivePower:
 
     def describe(self) -> str:
         """One line: the objective, planned and needed counts, and the fix."""
-        gaps = self.objective.metric in GAP_METRICS
-        what = "requests with 2+ output tokens" if gaps else "requests"
+        what = "requests"
+        if self.objective.metric in GAP_METRICS:
+            what = "requests with 2+ output tokens"
+        elif self.objective.metric == "recovery":  # analysis/recovery_plan.py
+            what = "episode" if self.planned == 1 else "episodes"
         head = f"{self.objective.label}: {self.planned} {what} planned"
         if self.needed is None:
             return f"{head}; no number of requests can pass it: {self.suggestion}"

@@ -19,13 +19,14 @@ from typing import Any
 
 from pytest_latency.analysis.baseline import Baseline, mismatches, run_keys, stored_key
 from pytest_latency.analysis.infrastructure import classify
+from pytest_latency.analysis.looks import stored_final_confidence
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
-from pytest_latency.errors import BaselineKeyError
+from pytest_latency.errors import BaselineKeyError, SpecError
 from pytest_latency.records import RequestRecord, StoredRun, write_runs
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.report.json_report import objective_dict
-from pytest_latency.spec.model import Objective
+from pytest_latency.spec.model import Objective, Phase, Workload
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 TABLE_WIDTH = 100
@@ -153,15 +154,50 @@ def judge_runs(
             decide_objectives(
                 objectives,
                 run.records,
-                confidence=confidence,
+                confidence=run_confidence(run, confidence),
                 baseline=stored,
                 invalid_reason=invalid_reason(run),
+                workload=stored_timeline(run),
             ),
             key,
             run.workload,
         )
         for run, stored, key in zip(runs, history, keys, strict=True)
     ]
+
+
+def run_confidence(run: StoredRun, confidence: float) -> float:
+    """The confidence the plugin decided ``run`` at: for a run extended ``until_decided``,
+    its last look's share of ``confidence`` (analysis/looks.py), else ``confidence``."""
+    document = run.document
+    return stored_final_confidence(document.get("until_decided"), document.get("looks"), confidence)
+
+
+def stored_timeline(run: StoredRun) -> Workload | None:
+    """The run's phases, episodes and cool-downs from its saved workload: what the plugin
+    places records on (a recovery's burst end) and sizes "what would decide it" from.
+    Only the timeline: prompts, prefixes, sessions and traces are not rebuilt (a trace
+    phase keeps its recorded rate and duration). None when the file has no usable one."""
+    saved = run.workload
+    if not saved:
+        return None
+    try:
+        phases = tuple(
+            Phase(
+                str(phase["name"]),
+                float(phase["rate"]),
+                float(phase["duration_s"]),
+                "constant" if phase.get("arrival") == "trace" else phase.get("arrival", "poisson"),
+                float(phase.get("burstiness", 1.0)),
+                phase.get("rate_to"),
+            )
+            for phase in saved["phases"]
+        )
+        return Workload(
+            phases, repeat=int(saved.get("repeat", 1)), cooldown_s=float(saved.get("cooldown_s", 0))
+        )
+    except (KeyError, TypeError, ValueError, SpecError):
+        return None  # an older or hand-made file: judged without the timeline
 
 
 FAILING = frozenset({Verdict.FAIL, Verdict.INVALID})

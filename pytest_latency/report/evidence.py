@@ -45,8 +45,7 @@ def format_estimate(result: ObjectiveResult) -> str:
             f"capacity bracket {_rps(result.lower_s)}..{_rps(result.upper_s)} ({result.n} probes)"
         )
     if objective.metric == "recovery":
-        spread = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
-        return f"recovered after {format_seconds(result.estimate_s)} (episodes {spread})"
+        return _recovery_estimate(result)
     if objective.metric == "attainment":
         bounds = f"bounds {result.lower_s:.2%}..{result.upper_s:.2%}"
         return f"{result.estimate_s:.2%} of offered requests good ({bounds}, {size})"
@@ -60,6 +59,20 @@ def format_estimate(result: ObjectiveResult) -> str:
         f"(bounds {format_seconds(result.lower_s)}..{format_seconds(result.upper_s)} "
         f"at {result.confidence:.3%} confidence, {size})"
     )
+
+
+def _recovery_estimate(result: ObjectiveResult) -> str:
+    """The median episode's recovery time and its bounds over episodes; with too few
+    episodes for bounds, the time is descriptive and says so (analysis/recovery.py)."""
+    from pytest_latency.analysis.recovery_plan import median_episodes_floor
+
+    head = f"median episode back after {format_seconds(result.estimate_s)}"
+    episodes = f"{result.n} episode{'' if result.n == 1 else 's'}"
+    floor = median_episodes_floor(result.confidence)
+    if floor is None or result.n < floor:
+        return f"{head} ({episodes}, too few for bounds: descriptive)"
+    spread = f"{format_seconds(result.lower_s)}..{format_seconds(result.upper_s)}"
+    return f"{head} (bounds {spread} at {result.confidence:.3%} confidence, {episodes})"
 
 
 def _rps(rate: float) -> str:

@@ -6,6 +6,11 @@ import textwrap
 
 import pytest
 
+from pytest_latency.cli.judge import judge_runs
+from pytest_latency.records import read_runs
+from pytest_latency.report.json_report import objective_dict
+from pytest_latency.spec.slo_yaml import load_objectives
+
 # A quick embedded server: steps of ~3 ms (tests/e2e/test_plan_check.py).
 FAST_SIM = (
     "{kind: sim, options: {decode_base_s: 0.003, decode_per_seq_s: 0.0001,"
@@ -93,6 +98,11 @@ def test_a_burst_objective_extends_in_rounds_until_decided(pytester):
     assert {request["episode"] for request in run["requests"]} == set(range(looks[-1]["episodes"]))
     text = " ".join(result.stdout.str().split())
     assert f"until_decided: {len(looks)} look(s)" in text and "of 60s budget used" in text
+    # judge re-decides the saved run at its last look's share: the same verdicts, numbers
+    # and reasons as the run itself.
+    objectives = load_objectives(pytester.path / "burst.slo.yaml")
+    [judged] = judge_runs(read_runs(pytester.path / "run.json"), objectives)
+    assert [objective_dict(r) for r in judged.results] == run["objectives"]
 
 
 @pytest.mark.slow

@@ -195,7 +195,11 @@ def test_recovery_on_the_live_sim_matches_the_virtual_time_truth(pytester: pytes
     (truth,), problem = recoveries(virtual_truth(WORKLOAD, SIM), "burst", WORKLOAD)
     assert problem is None and 2.0 < truth.recovery_s < 12.0  # the spike does leave a queue
     (pytester.path / "spike.slo.yaml").write_text(SPEC)
-    result = pytester.runpytest("--latency-json", "latency.json", "-p", "no:randomly")
+    # One episode is refused before sending (a verdict needs 8): this test is about the
+    # measured time, so it runs anyway, and the verdict is inconclusive.
+    result = pytester.runpytest(
+        "--latency-json", "latency.json", "-p", "no:randomly", "--latency-allow-undecidable"
+    )
     result.assert_outcomes(passed=1)
     (run,) = read_runs(Path(pytester.path / "latency.json"))
     (objective_row,) = run.document["objectives"]

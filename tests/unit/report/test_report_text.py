@@ -6,7 +6,7 @@ import pytest
 
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.report.evidence import headline
+from pytest_latency.report.evidence import format_estimate, headline
 from pytest_latency.report.failure import first_line
 from pytest_latency.report.tables import compact_tables, phase_tables, wide_table
 from pytest_latency.report.wrapping import wrap, wrap_after
@@ -64,6 +64,21 @@ def _result(metric: str, verdict: Verdict, estimate: float, lower: float, upper:
 )
 def test_headline_names_the_objective_first(result: ObjectiveResult, expected: str) -> None:
     assert headline(result) == expected
+
+
+def _recovery(episodes: int, lower: float, upper: float) -> ObjectiveResult:
+    goal = objective("recovery", max="2s", after="burst")
+    return ObjectiveResult(goal, Verdict.PASS, 1.2, lower, upper, episodes, 0.99, "")
+
+
+def test_recovery_evidence_is_the_median_episode_with_its_bounds_over_episodes() -> None:
+    assert format_estimate(_recovery(8, 0.4, 1.8)) == (
+        "median episode back after 1.20s (bounds 400.0ms..1.80s at 99.000% confidence, 8 episodes)"
+    )
+    # Under 8 episodes at 99% no bound exists: the time is descriptive, and says so.
+    assert format_estimate(_recovery(1, 0.0, float("inf"))) == (
+        "median episode back after 1.20s (1 episode, too few for bounds: descriptive)"
+    )
 
 
 def test_first_line_holds_what_fits_and_counts_the_rest() -> None:
