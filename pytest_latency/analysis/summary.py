@@ -15,6 +15,7 @@ import numpy as np
 
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.percentiles import percentile, percentiles
+from pytest_latency.analysis.throughput import Throughput
 from pytest_latency.spec.model import Phase
 
 SUMMARY_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
@@ -36,6 +37,8 @@ class PhaseSummary:
     duration_s: float
     statuses: dict[str, int] = field(default_factory=dict)
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
+    # Completed work per second of the phase's window (analysis/throughput.py).
+    throughput: Throughput | None = None
 
     @property
     def planned_rate(self) -> float:
@@ -49,7 +52,10 @@ class PhaseSummary:
 
 
 def summarise_phase(
-    phase: Phase, windows: Sequence[tuple[float, float]], columns: Columns
+    phase: Phase,
+    windows: Sequence[tuple[float, float]],
+    columns: Columns,
+    throughput: Throughput | None = None,
 ) -> PhaseSummary:
     """Summarise one phase from the run's columns; ``windows`` are its (start, end) spans.
 
@@ -89,4 +95,5 @@ def summarise_phase(
             )
             for metric in SUMMARY_METRICS
         },
+        throughput=throughput,
     )

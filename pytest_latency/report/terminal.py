@@ -64,7 +64,11 @@ def format_run(
         attribution = describe_attribution(attribute(run.phase_records(summary.name)))
         lines.extend(wrap(f"{summary.name}: {attribution}", width, "  "))
         gates = [result.objective for result in run.objective_results]
-        extra = goodput_lines(run.phase_records(summary.name), gates, summary.duration_s)
+        throughput = summary.throughput
+        window_s = summary.duration_s if throughput is None else throughput.window_s
+        extra = goodput_lines(run.phase_records(summary.name), gates, window_s)
+        if throughput is not None:
+            extra.insert(0, f"{summary.name}: {throughput.describe()}")
         for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
             lines.extend(wrap(line.strip(), width, "  "))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
