@@ -204,6 +204,7 @@ class Run:
             limits=self.target.limits,
             secrets=() if self.target.api_key is None else (self.target.api_key,),
             record_content=self.target.record_content,
+            continuous_usage_stats=self.target.continuous_usage_stats,
         )
 
     def phase_stops(self) -> PhaseStops:
