@@ -21,6 +21,13 @@ from pytest_latency.spec.model import Phase
 SUMMARY_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
 BOUNDARY = "client, loopback-or-network as configured, from the planned send time"
+# Said under every closed-loop phase (docs/workloads.md "Fixed concurrency").
+CLOSED_LOOP_NOTE = (
+    "closed loop: each user sends when its previous request ended, so latency counts from"
+    " that instant and a slow server slows the senders instead of queueing requests: queueing"
+    " is hidden from the client (coordinated omission); use an open-loop phase for latency"
+    " objectives, this one for saturation throughput"
+)
 
 
 @dataclass(frozen=True, slots=True)

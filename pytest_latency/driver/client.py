@@ -21,6 +21,7 @@ import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
+from pytest_latency.driver.closed_loop import offered, run_user, users_of
 from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
@@ -110,7 +111,11 @@ class Run:
         # With ``sessions:``, later turns are sent after the turn before them
         # (driver/sessions.py); everything else at its planned instant (a trace's too).
         self._later_turns = later_turns(pairs) if plan.workload.sessions is not None else {}
+        # Closed-loop users send when they are free (driver/closed_loop.py).
+        self._users = users_of(pairs)
+        self._pool_ids = frozenset(r.id for r in ordered if r.user is not None)
         firsts = first_sends(pairs, self._later_turns)
+        firsts = [pair for pair in firsts if pair[0].user is None]
         self._schedule = sorted(firsts, key=lambda pair: pair[0].intended_s)
         self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts
         self.started_at_unix = 0.0
@@ -126,7 +131,8 @@ class Run:
         self._stop_reason = self._stop_reason or f"{STOPPED_EARLY}{why}"
 
     def result(self) -> DriveResult:
-        return DriveResult(self.records, self.started_at_unix, self.elapsed_s, self.started_ns)
+        records = offered(self.records, self._pool_ids) if self._pool_ids else self.records
+        return DriveResult(records, self.started_at_unix, self.elapsed_s, self.started_ns)
 
     def progress(self) -> Progress | None:
         """Counters so far, for a reporter on another thread; None before time zero."""
@@ -218,6 +224,8 @@ class Run:
         cap = self.plan.workload.max_concurrency
         slots = None if cap is None else anyio.CapacityLimiter(cap)
         stops = self.phase_stops()
+        for turns in self._users.values():
+            tasks.start_soon(self._user, sender, turns, slots, stops)
         for request, record in self._schedule:
             if (why := self._stop_reason or stops.reason(request.phase)) is not None:
                 record.error = why  # stays cancelled, with the reason
@@ -233,6 +241,30 @@ class Run:
                 stops.sent(request.phase, (clock() - t0) / 1e9)
                 tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
                 self.launched += 1
+
+    async def _user(
+        self,
+        sender: Sender,
+        turns: list[tuple[PlannedRequest, RequestRecord]],
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+    ) -> None:
+        """One closed-loop user, for its phase's window (driver/closed_loop.py)."""
+        first = turns[0][0]
+        phase = next(p for p in self.plan.workload.phases if p.name == first.phase)
+        start_s = self.plan.workload.phase_start_s(phase.name, first.episode)
+        window_ns = (
+            self.started_ns + round(start_s * 1e9),
+            self.started_ns + round((start_s + phase.duration_s) * 1e9),
+        )
+
+        async def send_now(request: PlannedRequest, record: RequestRecord, at_ns: int) -> None:
+            stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
+            self.launched += 1
+            await self._send(sender, request, record, at_ns, slots, stops)
+
+        think_ns = round(phase.think_time_s * 1e9)
+        await run_user(turns, window_ns, think_ns, self.started_ns, send_now, stops.reason)
 
     async def _session(
         self,

@@ -54,6 +54,7 @@ def partition(plan: Plan, workers: int) -> list[Plan]:
     units: dict[tuple[str, int], list[PlannedRequest]] = {}
     for request in sorted(plan.requests, key=lambda request: (request.intended_s, request.id)):
         key = ("session", request.session) if request.session is not None else ("", request.id)
+        key = ("user", request.user) if request.user is not None else key  # a closed loop
         units.setdefault(key, []).append(request)
     schedule = list(units.values())  # dicts keep insertion order: by first instant
     count = max(1, min(workers, len(schedule)))
@@ -205,9 +206,11 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             "%s: its %d requests are recorded as cancelled", reason, len(worker.part.requests)
         )
         for request in worker.part.requests:
-            records[request.id] = lost_record(request, reason)
+            if request.user is None:  # a closed loop's unsent pool was never offered
+                records[request.id] = lost_record(request, reason)
     for request in plan.requests:  # a plan with no worker at all (never expected)
-        records.setdefault(request.id, lost_record(request, "no worker"))
+        if request.user is None:
+            records.setdefault(request.id, lost_record(request, "no worker"))
     now = time.perf_counter_ns()
     started_at = time.time() - (now - t0) / 1e9 if t0 else time.time()
     if t0 and not elapsed:
