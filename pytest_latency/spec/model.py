@@ -34,6 +34,8 @@ from pytest_latency.spec.units import objective_limits
 Api = Literal["chat", "completions"]
 Metric = Literal[
     "ttft",
+    "ttfo",  # first answer token (after any reasoning): docs/metrics.md
+    "reasoning",  # first reasoning chunk to first answer chunk
     "itl",
     "itl_max",
     "tpot",
