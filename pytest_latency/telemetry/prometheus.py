@@ -16,6 +16,7 @@ raised.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ __all__ = (
     "MetricsScraper",
     "MetricsSeries",
     "detect_kind",
+    "not_prometheus",
     "parse_exposition",
 )
 
@@ -81,6 +83,16 @@ def _check_kind(kind: str, *, allow_auto: bool = True) -> None:
     raise ValueError(f"unknown server kind {kind!r}; expected one of: {choices}")
 
 
+# A sample line: a metric name, optional labels, a number (NaN and +Inf included).
+_SAMPLE = re.compile(r"^[A-Za-z_:][A-Za-z0-9_:]*(\{.*\})?\s+[-+]?(\d|\.\d|Inf|inf|NaN|nan)")
+
+
+def _sample_name(line: str) -> str:
+    """The metric name a sample line starts with ("" when it has none: ``{...}``, say)."""
+    head = line.split("{", 1)[0].split(None, 1)
+    return head[0] if head else ""
+
+
 def _known_lines(text: str) -> str:
     """Only the sample, HELP and TYPE lines of the names we know (the parse is costly)."""
     kept: list[str] = []
@@ -90,22 +102,49 @@ def _known_lines(text: str) -> str:
             parts = line.split(None, 3)
             if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in _ALL_NAMES:
                 kept.append(line)
-        elif line and line.split("{", 1)[0].split(None, 1)[0] in _ALL_NAMES:
+        elif line and _sample_name(line) in _ALL_NAMES:
             kept.append(line)
     return "\n".join(kept) + "\n" if kept else ""
+
+
+def not_prometheus(text: str) -> str | None:
+    """Why ``text`` is not a Prometheus text exposition at all (a JSON or HTML page, an
+    empty or binary body), or None when it may be one. Servers and gateways that answer
+    every GET with their own page do this; the run then says "metrics unavailable"."""
+    body = text.lstrip("\ufeff \t\r\n")
+    if not body:
+        return "an empty body"
+    if body[0] in "{[":
+        return "a JSON body, not Prometheus text"
+    if body[0] == "<":
+        return "an HTML or XML page, not Prometheus text"
+    if any(ord(char) < 9 for char in body[:4096]):
+        return "a binary body, not Prometheus text"
+    if not any(_SAMPLE.match(line.strip()) for line in body.splitlines()):
+        return "no Prometheus sample line (name, optional {labels}, a number)"
+    return None
 
 
 def _sums(text: str) -> dict[str, float]:
     """Known sample name -> sum of its finite values over all label sets.
 
-    Raises ValueError (from the parser) when a known line does not parse.
+    Raises ValueError when a known line does not parse (the parser's own error, or
+    any other it raised on a malformed line, said as a ValueError).
     """
     sums: dict[str, float] = {}
-    for family in text_string_to_metric_families(_known_lines(text)):
-        for sample in family.samples:
-            value = float(sample.value)
-            if sample.name in _ALL_NAMES and math.isfinite(value):
-                sums[sample.name] = sums.get(sample.name, 0.0) + value
+    try:
+        for family in text_string_to_metric_families(_known_lines(text)):
+            for sample in family.samples:
+                value = float(sample.value)
+                if sample.name in _ALL_NAMES and math.isfinite(value):
+                    sums[sample.name] = sums.get(sample.name, 0.0) + value
+    except ValueError:
+        raise
+    except (IndexError, KeyError, TypeError, AttributeError) as error:
+        # prometheus_client's parser indexes into lines it assumes well formed.
+        raise ValueError(
+            f"/metrics line does not parse ({type(error).__name__}: {error})"
+        ) from None
     return sums
 
 
@@ -305,6 +344,8 @@ class MetricsScraper:
         try:
             text = self._fetch(client, sent_ns + int(self.timeout_s * 1e9))
             at_ns = (sent_ns + time.perf_counter_ns()) // 2
+            if (reason := not_prometheus(text)) is not None:
+                raise _ScrapeError(f"metrics unavailable: /metrics answered {reason}")
             sums = _sums(text)
             kind = self._data.kind or _detect(sums)
             if kind is None:

@@ -413,3 +413,15 @@ def test_stop_without_start_is_empty() -> None:
     series = MetricsScraper("http://127.0.0.1:1/metrics", "tgi").stop()
     assert series.kind == "tgi" and series.t_s == [] and series.extra == {}
     assert series.scrapes == 0 and series.failures == 0
+
+
+def test_a_json_metrics_page_is_metrics_unavailable_with_the_reason() -> None:
+    # A server that answers every GET with JSON (small servers, some gateways).
+    body = b'{"status": "ok", "routes": ["/v1/chat/completions"]}'
+    with _http_server(200, body) as url:
+        series = _run_briefly(url)
+    assert series.scrapes == 0 and series.failures >= 2
+    assert series.last_error == (
+        "metrics unavailable: /metrics answered a JSON body, not Prometheus text"
+    )
+    assert detect_kind(body.decode()) is None  # once an IndexError
