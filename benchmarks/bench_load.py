@@ -9,8 +9,8 @@ chunks parsed per client CPU second, and TTFT error = the client's first-token i
 minus the instant the server wrote it (both CLOCK_MONOTONIC, one machine). The highest
 rate held (all ok, p99 lag <= 5 ms, offered >= 98% of target) is printed at the end.
 
-``--uvloop`` drives on uvloop instead of asyncio's own loop (one worker only; needs
-``pip install uvloop``, which is not a dependency).
+``--loop uvloop`` drives on uvloop instead of asyncio's own loop (one worker only; needs
+uvloop installed: ``pip install pytest-latency[uvloop]``).
 
 Only 127.0.0.1; every run is bounded by its plan and the per-request timeout.
 
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import numpy as np
 
 from pytest_latency.driver import DriveResult, Run, Status, Target, run_plan
+from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
@@ -129,9 +129,9 @@ def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
     target = Target(url, model="bench")
     httpx.get(url + "/truth", timeout=5.0)  # clear the server's log
     before = cpu_seconds()
-    if args.uvloop:
+    if args.workers == 1:
         run = Run(plan, target)
-        anyio.run(run.drive, backend_options={"use_uvloop": True})
+        drive_to_end(run, use_uvloop=args.loop == "uvloop")
         outcome = run.result()
     else:
         outcome = run_plan(plan, target, workers=args.workers)
@@ -163,14 +163,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ttft-ms", type=float, default=5.0)
     parser.add_argument("--arrival", default="constant", choices=("constant", "poisson"))
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--uvloop", action="store_true", help="drive on uvloop (1 worker)")
+    parser.add_argument(
+        "--loop", default="asyncio", choices=("asyncio", "uvloop"), help="the loop (1 worker)"
+    )
     parser.add_argument("--client-cpus", default="0", help="comma list; '' = no pinning")
     parser.add_argument("--server-cpu", default="1", help="'' = no pinning")
     parser.add_argument("--port", type=int, default=8999)
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = parser.parse_args()
-    if args.uvloop and args.workers != 1:
-        parser.error("--uvloop drives one worker")
+    if args.loop == "uvloop" and args.workers != 1:
+        parser.error("--loop uvloop drives one worker")
     return args
 
 
@@ -190,8 +192,8 @@ def main() -> None:
         server.terminate()
         server.wait(timeout=10)
     best = max((row["target_rate"] for row in rows if held(row)), default=None)
-    loop = "uvloop" if args.uvloop else "asyncio"
-    print(f"highest rate held at p99 lag <= 5 ms: {best} req/s (workers={args.workers}, {loop})")
+    setup = f"workers={args.workers}, {args.loop}"
+    print(f"highest rate held at p99 lag <= 5 ms: {best} req/s ({setup})")
     if args.json:
         args.json.write_text(
             json.dumps(

@@ -29,6 +29,7 @@ import anyio
 import anyio.to_thread
 
 from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
+from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
@@ -80,7 +81,7 @@ def _worker_main(part: Plan, target: Target, channel: Connection) -> None:
         return t0
 
     run = Run(part, target, ClientSpans(), time_zero=time_zero)
-    anyio.run(run.drive)
+    drive_to_end(run)
     channel.send(run.result())
 
 
