@@ -43,9 +43,10 @@ READY_TIMEOUT_S = 10.0
 
 
 def start_server(
-    port: int, cpu: int | None, ttft_ms: float, gap_ms: float
+    port: int, cpu: int | None, ttft_ms: float, gap_ms: float, script: Path | None = None
 ) -> subprocess.Popen[str]:
-    command = [sys.executable, str(HERE / "fast_server.py"), "--port", str(port)]
+    script = script or HERE / "fast_server.py"
+    command = [sys.executable, str(script), "--port", str(port)]
     command += ["--ttft-ms", str(ttft_ms), "--gap-ms", str(gap_ms), "--seconds", "3600"]
     if cpu is not None:
         command += ["--cpu", str(cpu)]
@@ -57,6 +58,12 @@ def start_server(
             return process
     process.kill()
     raise RuntimeError("benchmark server did not start")
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of another process so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds() -> float:
@@ -117,7 +124,7 @@ def held(row: dict[str, Any]) -> bool:
     )
 
 
-def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
+def one_rate(args: argparse.Namespace, url: str, rate: float, server_pid: int) -> dict[str, Any]:
     workload = Workload(
         phases=(Phase("load", rate=rate, duration_s=args.duration, arrival=args.arrival),),
         input_tokens=(8, 8),
@@ -128,7 +135,7 @@ def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
     plan = build_plan(workload)
     target = Target(url, model="bench")
     httpx.get(url + "/truth", timeout=5.0)  # clear the server's log
-    before = cpu_seconds()
+    before, server_before = cpu_seconds(), process_cpu_s(server_pid)
     if args.workers == 1:
         run = Run(plan, target)
         drive_to_end(run, use_uvloop=args.loop == "uvloop")
@@ -136,8 +143,14 @@ def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
     else:
         outcome = run_plan(plan, target, workers=args.workers)
     cpu = cpu_seconds() - before
+    server_cpu = process_cpu_s(server_pid) - server_before
     truth = httpx.get(url + "/truth", timeout=5.0).json()
-    return summarise(outcome, rate, args.duration, truth, cpu)
+    row = summarise(outcome, rate, args.duration, truth, cpu)
+    # The server's core must not be the bottleneck: its CPU over the run's wall time.
+    row["server_cpu_util"] = server_cpu / max(outcome.elapsed_s, 1e-9)
+    chunks = sum(r.output_tokens or 0 for r in outcome.records)
+    row["server_us_per_chunk"] = server_cpu / chunks * 1e6 if chunks else None
+    return row
 
 
 def show(row: dict[str, Any]) -> None:
@@ -149,6 +162,7 @@ def show(row: dict[str, Any]) -> None:
         f"  lag p50 {fmt(row['lag_p50_ms'])} p99 {fmt(row['lag_p99_ms'])} ms"
         f"  ttft-err p50 {fmt(row['ttft_error_p50_ms'])} p99 {fmt(row['ttft_error_p99_ms'])} ms"
         f"  cpu {row['client_cpu_util']:5.0%}  chunks/cpu-s {row['chunks_per_cpu_s'] or 0:8.0f}"
+        f"  server cpu {row['server_cpu_util']:4.0%} {row['server_us_per_chunk'] or 0:.1f} us/chunk"
         f"  {row['statuses']}{'  HELD' if held(row) else ''}",
         flush=True,
     )
@@ -169,6 +183,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--client-cpus", default="0", help="comma list; '' = no pinning")
     parser.add_argument("--server-cpu", default="1", help="'' = no pinning")
     parser.add_argument("--port", type=int, default=8999)
+    parser.add_argument("--server-script", type=Path, default=None, help="another fast_server")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = parser.parse_args()
     if args.loop == "uvloop" and args.workers != 1:
@@ -179,14 +194,14 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     server_cpu = int(args.server_cpu) if args.server_cpu else None
-    server = start_server(args.port, server_cpu, args.ttft_ms, args.gap_ms)
+    server = start_server(args.port, server_cpu, args.ttft_ms, args.gap_ms, args.server_script)
     if args.client_cpus:
         os.sched_setaffinity(0, {int(cpu) for cpu in args.client_cpus.split(",")})
     rows = []
     try:
         url = f"http://127.0.0.1:{args.port}"
         for rate in (float(r) for r in args.rates.split(",")):
-            rows.append(one_rate(args, url, rate))
+            rows.append(one_rate(args, url, rate, server.pid))
             show(rows[-1])
     finally:
         server.terminate()
