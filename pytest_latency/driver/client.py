@@ -21,8 +21,10 @@ import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
+from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.closed_loop import offered, run_user, users_of
 from pytest_latency.driver.limits import check_deadline
+from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
@@ -52,6 +54,7 @@ class DriveResult:
     elapsed_s: float  # monotonic duration from time zero to the last request's end
     started_ns: int = 0  # time zero as a time.perf_counter_ns() reading (in-process clock)
     workers: list[GeneratorWorker] = field(default_factory=list)  # remote (Ray) workers
+    client: ClientLoad | None = None  # the driving thread's CPU and loop lag (loop_monitor)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -121,6 +124,7 @@ class Run:
         self.started_at_unix = 0.0
         self.elapsed_s = 0.0
         self.launched = 0  # requests started so far (read by the progress poller)
+        self.client_load: ClientLoad | None = None
         self._live_sender: Sender | None = None
         self._driven = False
         self._stop_reason: str | None = None
@@ -132,7 +136,13 @@ class Run:
 
     def result(self) -> DriveResult:
         records = offered(self.records, self._pool_ids) if self._pool_ids else self.records
-        return DriveResult(records, self.started_at_unix, self.elapsed_s, self.started_ns)
+        return DriveResult(
+            records,
+            self.started_at_unix,
+            self.elapsed_s,
+            self.started_ns,
+            client=self.client_load,
+        )
 
     def progress(self) -> Progress | None:
         """Counters so far, for a reporter on another thread; None before time zero."""
@@ -154,6 +164,7 @@ class Run:
             raise RuntimeError("a Run drives its plan once; make a new Run")
         self._driven = True
         sender = self._sender(choose_transport(self.target, client))
+        monitor: LoopMonitor | None = None
         try:
             await self._warm(sender)
             quiet_gc()
@@ -164,9 +175,10 @@ class Run:
             self.started_at_unix = time.time()
             sender.finished = 0  # warm-up requests do not count
             self._live_sender = sender
-            async with anyio.create_task_group() as tasks:
+            async with monitored() as monitor, anyio.create_task_group() as tasks:
                 await self._launch(tasks, sender)
         finally:
+            self.client_load = monitor.load if monitor is not None else None
             gc.unfreeze()
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_latency.driver.chunk_scan import plain_answer
 from pytest_latency.driver.limits import size_text
 
 _BOM = b"\xef\xbb\xbf"
@@ -67,8 +68,16 @@ class SSEDecoder:
         if tail:
             self._keep(tail)
         events: list[bytes] = []
-        for line in lines:
-            self._line(line, events)
+        limit = self._max_line
+        for line in lines:  # the two common lines inline: a call per line was a cost
+            if not line:
+                if self._data is not None:
+                    events.append(self._data)
+                    self._data = None
+            elif self._data is None and line.startswith(b"data: ") and len(line) <= limit:
+                self._data = line[6:]
+            else:
+                self._line(line, events)
         return events
 
     def _keep(self, piece: bytes) -> None:
@@ -184,6 +193,12 @@ class StreamState:
             return
         if data == DONE:
             self.done = True
+            return
+        if self.chunks and self.texts is None and plain_answer(data):
+            # The hot path: an answer token and nothing else (driver/chunk_scan.py). The
+            # first content chunk of every stream is always decoded in full.
+            self._content(now_ns, True)
+            self.chunk_tokens = None  # a content chunk without usage
             return
         try:
             chunk = json.loads(data)

@@ -134,6 +134,7 @@ def drive_plan(
             started_at_unix=outcome.started_at_unix,
             elapsed_s=outcome.elapsed_s,
             workers=list(outcome.workers),
+            client=outcome.client,
             joined=joined,
             series=series,
             interrupted=interrupted,
