@@ -102,3 +102,23 @@ def test_throughput_is_the_served_token_count_over_the_window_on_loopback(
     (phase,) = json.loads(path.read_text())["runs"][0]["phases"]
     assert phase["throughput"]["output_tokens_per_s"] == pytest.approx(served_output / window)
     assert phase["throughput_window_s"] == pytest.approx(window)
+
+
+def test_compare_prints_each_phases_throughput_with_b_over_a(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_latency.cli.main import main
+
+    workload = Workload(phases=(Phase("steady", rate=1, duration_s=10.0),))
+    server = ServerInfo("sim", "http://127.0.0.1:1", "sim-tiny")
+    paths = []
+    for name, tokens in (("a", 11), ("b", 21)):  # B streams twice the tokens (less one)
+        records = [record(0, 0.5, 0.6, 1.5, tokens), record(1, 5.0, 5.1, 6.0, tokens)]
+        path = tmp_path / f"{name}.json"
+        write_json(path, [LatencyResult("t.py::test_x", server, workload, records, 0.0, 10.0)])
+        paths.append(str(path))
+    assert main(["compare", *paths, "--width", "200"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (output,) = [line for line in lines if line.startswith("throughput steady output tok/s:")]
+    # 22 and 42 output tokens over the 10 s window.
+    assert output == "throughput steady output tok/s: A 2.2, B 4.2, B/A 1.91x"
