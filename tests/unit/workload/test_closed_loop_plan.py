@@ -92,3 +92,13 @@ def test_a_yaml_closed_loop_with_a_rate_is_refused_at_its_line(tmp_path: Path) -
     )
     with pytest.raises(SpecFileError, match=r":6.*not a rate"):
         load_slo_file(spec)
+
+
+def test_a_closed_loop_too_short_to_decide_says_to_add_users_or_time() -> None:
+    from pytest_latency.analysis.planning import plan_power
+    from pytest_latency.spec.model import objective
+
+    plan = build_plan(Workload(phases=(concurrent(1, 1.0),)))
+    (power,) = plan_power(plan, [objective("ttft", p=99, max="1s")], [0.99])
+    assert not power.decidable
+    assert "closed loop" in power.describe() and "more users" in power.describe()
