@@ -9,8 +9,8 @@ chunks parsed per client CPU second, and TTFT error = the client's first-token i
 minus the instant the server wrote it (both CLOCK_MONOTONIC, one machine). The highest
 rate held (all ok, p99 lag <= 5 ms, offered >= 98% of target) is printed at the end.
 
-``--uvloop`` drives on uvloop instead of asyncio's own loop (one worker only; needs
-``pip install uvloop``, which is not a dependency).
+``--loop uvloop`` drives on uvloop instead of asyncio's own loop (one worker only; needs
+uvloop installed: ``pip install pytest-latency[uvloop]``).
 
 Only 127.0.0.1; every run is bounded by its plan and the per-request timeout.
 
@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import httpx
 import numpy as np
 
 from pytest_latency.driver import DriveResult, Run, Status, Target, run_plan
+from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
 
@@ -43,9 +43,10 @@ READY_TIMEOUT_S = 10.0
 
 
 def start_server(
-    port: int, cpu: int | None, ttft_ms: float, gap_ms: float
+    port: int, cpu: int | None, ttft_ms: float, gap_ms: float, script: Path | None = None
 ) -> subprocess.Popen[str]:
-    command = [sys.executable, str(HERE / "fast_server.py"), "--port", str(port)]
+    script = script or HERE / "fast_server.py"
+    command = [sys.executable, str(script), "--port", str(port)]
     command += ["--ttft-ms", str(ttft_ms), "--gap-ms", str(gap_ms), "--seconds", "3600"]
     if cpu is not None:
         command += ["--cpu", str(cpu)]
@@ -57,6 +58,12 @@ def start_server(
             return process
     process.kill()
     raise RuntimeError("benchmark server did not start")
+
+
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of another process so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds() -> float:
@@ -117,7 +124,7 @@ def held(row: dict[str, Any]) -> bool:
     )
 
 
-def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
+def one_rate(args: argparse.Namespace, url: str, rate: float, server_pid: int) -> dict[str, Any]:
     workload = Workload(
         phases=(Phase("load", rate=rate, duration_s=args.duration, arrival=args.arrival),),
         input_tokens=(8, 8),
@@ -128,16 +135,22 @@ def one_rate(args: argparse.Namespace, url: str, rate: float) -> dict[str, Any]:
     plan = build_plan(workload)
     target = Target(url, model="bench")
     httpx.get(url + "/truth", timeout=5.0)  # clear the server's log
-    before = cpu_seconds()
-    if args.uvloop:
+    before, server_before = cpu_seconds(), process_cpu_s(server_pid)
+    if args.workers == 1:
         run = Run(plan, target)
-        anyio.run(run.drive, backend_options={"use_uvloop": True})
+        drive_to_end(run, use_uvloop=args.loop == "uvloop")
         outcome = run.result()
     else:
         outcome = run_plan(plan, target, workers=args.workers)
     cpu = cpu_seconds() - before
+    server_cpu = process_cpu_s(server_pid) - server_before
     truth = httpx.get(url + "/truth", timeout=5.0).json()
-    return summarise(outcome, rate, args.duration, truth, cpu)
+    row = summarise(outcome, rate, args.duration, truth, cpu)
+    # The server's core must not be the bottleneck: its CPU over the run's wall time.
+    row["server_cpu_util"] = server_cpu / max(outcome.elapsed_s, 1e-9)
+    chunks = sum(r.output_tokens or 0 for r in outcome.records)
+    row["server_us_per_chunk"] = server_cpu / chunks * 1e6 if chunks else None
+    return row
 
 
 def show(row: dict[str, Any]) -> None:
@@ -149,6 +162,7 @@ def show(row: dict[str, Any]) -> None:
         f"  lag p50 {fmt(row['lag_p50_ms'])} p99 {fmt(row['lag_p99_ms'])} ms"
         f"  ttft-err p50 {fmt(row['ttft_error_p50_ms'])} p99 {fmt(row['ttft_error_p99_ms'])} ms"
         f"  cpu {row['client_cpu_util']:5.0%}  chunks/cpu-s {row['chunks_per_cpu_s'] or 0:8.0f}"
+        f"  server cpu {row['server_cpu_util']:4.0%} {row['server_us_per_chunk'] or 0:.1f} us/chunk"
         f"  {row['statuses']}{'  HELD' if held(row) else ''}",
         flush=True,
     )
@@ -163,35 +177,38 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--ttft-ms", type=float, default=5.0)
     parser.add_argument("--arrival", default="constant", choices=("constant", "poisson"))
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--uvloop", action="store_true", help="drive on uvloop (1 worker)")
+    parser.add_argument(
+        "--loop", default="asyncio", choices=("asyncio", "uvloop"), help="the loop (1 worker)"
+    )
     parser.add_argument("--client-cpus", default="0", help="comma list; '' = no pinning")
     parser.add_argument("--server-cpu", default="1", help="'' = no pinning")
     parser.add_argument("--port", type=int, default=8999)
+    parser.add_argument("--server-script", type=Path, default=None, help="another fast_server")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = parser.parse_args()
-    if args.uvloop and args.workers != 1:
-        parser.error("--uvloop drives one worker")
+    if args.loop == "uvloop" and args.workers != 1:
+        parser.error("--loop uvloop drives one worker")
     return args
 
 
 def main() -> None:
     args = parse_args()
     server_cpu = int(args.server_cpu) if args.server_cpu else None
-    server = start_server(args.port, server_cpu, args.ttft_ms, args.gap_ms)
+    server = start_server(args.port, server_cpu, args.ttft_ms, args.gap_ms, args.server_script)
     if args.client_cpus:
         os.sched_setaffinity(0, {int(cpu) for cpu in args.client_cpus.split(",")})
     rows = []
     try:
         url = f"http://127.0.0.1:{args.port}"
         for rate in (float(r) for r in args.rates.split(",")):
-            rows.append(one_rate(args, url, rate))
+            rows.append(one_rate(args, url, rate, server.pid))
             show(rows[-1])
     finally:
         server.terminate()
         server.wait(timeout=10)
     best = max((row["target_rate"] for row in rows if held(row)), default=None)
-    loop = "uvloop" if args.uvloop else "asyncio"
-    print(f"highest rate held at p99 lag <= 5 ms: {best} req/s (workers={args.workers}, {loop})")
+    setup = f"workers={args.workers}, {args.loop}"
+    print(f"highest rate held at p99 lag <= 5 ms: {best} req/s ({setup})")
     if args.json:
         args.json.write_text(
             json.dumps(

@@ -144,12 +144,27 @@ def read_text(row: Mapping[str, Any], name: str, required: bool) -> str | None:
     return value
 
 
-_READ_BY_TYPE: dict[object, FieldReader] = {int: read_integer, float: read_number, str: read_text}
+def read_integer_list(row: Mapping[str, Any], name: str, required: bool) -> list[int] | None:
+    value = row.get(name)
+    if value is None and not required:
+        return None
+    # A set of the items' types, not a check per item (as for the gaps: rows are many).
+    if not isinstance(value, list) or not {type(item) for item in value} <= {int}:
+        raise ValueError(f"{name} must be a list of integers, got {value!r:.80}")
+    return value
+
+
+_READ_BY_TYPE: dict[object, FieldReader] = {
+    int: read_integer,
+    float: read_number,
+    str: read_text,
+    list[int]: read_integer_list,
+}
 
 
 def field_reader(hint: object, where: str) -> FieldReader:
-    """The reader of a field of type ``hint``: an int, float, str, ``Literal`` of strings
-    or ``StrEnum``, or ``X | None`` of one (whose None the ``required`` flag decides).
+    """The reader of a field of type ``hint``: an int, float, str, list of ints, ``Literal``
+    of strings or ``StrEnum``, or ``X | None`` of one (whose None the ``required`` flag decides).
     TypeError naming ``where`` for any other type: a field JSON cannot be checked into."""
     if get_origin(hint) in (Union, UnionType):
         (hint,) = (arg for arg in get_args(hint) if arg is not type(None))

@@ -105,6 +105,19 @@ class RequestRecord:
     # newest message) and the text it received, kept even for a failed request.
     prompt: str | None = None
     content: str | None = None
+    # Reasoning models and multi-token chunks (docs/metrics.md). ``ttfo_s``: the first
+    # *answer* token (not reasoning) minus ``intended_s``; equal to ``ttft_s`` when nothing
+    # streamed before the answer, None when no answer token came.
+    ttfo_s: float | None = None
+    # From usage.completion_tokens_details.reasoning_tokens where given, else the count of
+    # reasoning chunks; None when the stream carried no reasoning.
+    reasoning_tokens: int | None = None
+    # First reasoning chunk to first answer chunk; None without reasoning (or answer).
+    reasoning_s: float | None = None
+    # Tokens in each content-bearing chunk (reasoning chunks included, aligned with the
+    # chunks whose gaps are ``itl_s``) where the server's per-chunk usage says so (vLLM's
+    # ``continuous_usage_stats``); None: not reported, one token per chunk was assumed.
+    chunk_tokens: list[int] | None = None
 
     @property
     def ok(self) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pytest_latency._units import format_seconds
+from pytest_latency.driver.client_load import SATURATED_SHARE, ClientLoad
 from pytest_latency.driver.worker_clocks import GeneratorWorker, uncertain_clocks
 from pytest_latency.records import STOPPED_EARLY, RequestRecord
 from pytest_latency.spec.model import Workload
@@ -28,6 +29,7 @@ class GeneratorHealth:
     lag_p99_s: float | None
     shortfalls: dict[str, float]  # per phase: fraction of planned requests sent late or never
     workers: tuple[GeneratorWorker, ...] = ()  # remote workers (Ray), with their clocks
+    client: ClientLoad | None = None  # the client's own CPU and event-loop lag
 
     def to_json(self) -> dict[str, object]:
         document: dict[str, object] = {
@@ -36,6 +38,8 @@ class GeneratorHealth:
             "schedule_lag_p99_s": self.lag_p99_s,
             "shortfall": self.shortfalls,
         }
+        if self.client is not None:
+            document["client"] = self.client.to_json()
         if self.workers:
             document["workers"] = [worker.to_json() for worker in self.workers]
         return document
@@ -48,11 +52,14 @@ def check_generator(
     max_lag_p99_s: float = DEFAULT_MAX_LAG_P99_S,
     max_shortfall: float = DEFAULT_MAX_SHORTFALL,
     workers: Sequence[GeneratorWorker] = (),
+    client: ClientLoad | None = None,
 ) -> GeneratorHealth:
     """Judge the generator by its own lag and by what it sent inside each phase window.
 
     Remote ``workers`` converted the start instant with a measured clock offset: one whose
     offset is less certain than the allowed lag may have sent everything that late.
+    A ``client`` whose driving thread used its whole core is the bottleneck: its own
+    queueing is in every latency, whatever the schedule lag says.
     """
     reasons: list[str] = uncertain_clocks(workers, max_lag_p99_s)
     lags = np.asarray(  # a wait for a max_concurrency slot is the cap's, not the generator's
@@ -94,4 +101,16 @@ def check_generator(
                 f"phase {phase.name}: {shortfall:.0%} of {len(planned)} planned requests were "
                 f"not sent within the phase (target {phase.rate:g}/s)"
             )
-    return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls, tuple(workers))
+    reasons += _saturated(client)
+    return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls, tuple(workers), client)
+
+
+def _saturated(client: ClientLoad | None) -> list[str]:
+    """The reason a client that used its whole core makes the run invalid, if it did."""
+    if client is None or not client.saturated:
+        return []
+    return [
+        f"the client saturated its core (its driving thread used {client.cpu_share:.0%} "
+        f"of the run's wall time, limit {SATURATED_SHARE:.0%}): the load generator, not "
+        "the server, may be what these latencies measure"
+    ]

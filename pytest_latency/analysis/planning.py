@@ -198,6 +198,11 @@ def suggest_duration(plan: Plan, objective: Objective, needed: int) -> str:
     missing = needed - others
     if phase.trace is not None:  # a trace's requests are its own: only more trace helps
         return _longer_trace(phase, share, missing - round(share * len(in_phase)))
+    if phase.closed_loop:  # its count is the server's doing: only more time or users help
+        return (
+            f"{phase.name} is a closed loop: its requests depend on the server's speed;"
+            f" give it more users or a longer duration (about {missing} more requests)"
+        )
     # Variance of the sample count: the arrivals' (none for constant arrivals, 1/shape of
     # the mean for gamma gaps) thinned by the share in scope, plus the thinning's own.
     scatter = 0.0 if phase.arrival == "constant" else share / phase.burstiness

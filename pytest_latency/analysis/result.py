@@ -19,6 +19,7 @@ from pytest_latency.analysis.objectives import (
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.samples import LATENCY_METRICS, metric_samples
 from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
+from pytest_latency.analysis.throughput import phase_throughput
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
@@ -106,10 +107,12 @@ class LatencyResult:
     def summaries(self) -> list[PhaseSummary]:
         """One summary per phase, in order: counts, rates and percentiles of each metric."""
         columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
-        return [
-            summarise_phase(phase, self.workload.phase_windows(phase.name), columns)
-            for phase in self.workload.phases
-        ]
+        summaries = []
+        for phase in self.workload.phases:
+            windows = self.workload.phase_windows(phase.name)
+            throughput = phase_throughput(self.phase_records(phase.name), windows)
+            summaries.append(summarise_phase(phase, windows, columns, throughput))
+        return summaries
 
     def infrastructure(self) -> InfrastructureFailure | None:
         """Why the run measured no server (it went away, exited, or one error failed

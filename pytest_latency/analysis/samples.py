@@ -25,6 +25,7 @@ from itertools import pairwise
 
 import numpy as np
 
+from pytest_latency.analysis.token_gaps import token_gaps
 from pytest_latency.gaps import GapStatistic, gap_statistics
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.gates import GATE_METRICS
@@ -39,6 +40,8 @@ SERVER_METRICS = frozenset({"queue_wait", "prefill", "decode", "after_queue", "u
 # Per-request values, by the record attribute that holds them (ITL is special: a list).
 _ATTRIBUTES = {
     "ttft": "ttft_s",
+    "ttfo": "ttfo_s",
+    "reasoning": "reasoning_s",
     "e2e": "e2e_s",
     "tpot": "tpot_s",
     "queue_wait": "queue_wait_s",
@@ -71,9 +74,12 @@ def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
 
 
 def request_gap_statistic(records: Sequence[RequestRecord], kind: GapStatistic) -> np.ndarray:
-    """Each record's median (or largest) gap: from its gaps, or the summary a baseline kept."""
+    """Each record's median (or largest) gap: from its gaps (per token where the server
+    said how many tokens each chunk held), or the summary a baseline kept."""
     return gap_statistics(
-        [record.itl_s for record in records], [record.itl_summary for record in records], kind
+        [token_gaps(record) for record in records],
+        [record.itl_summary for record in records],
+        kind,
     )
 
 

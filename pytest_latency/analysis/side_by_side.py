@@ -46,6 +46,23 @@ class Row:
     cells: tuple[Cell, ...]
 
 
+THROUGHPUT_KEYS: tuple[str, ...] = (
+    "requests_per_s",
+    "output_tokens_per_s",
+    "total_tokens_per_s",
+    "output_tokens_per_s_per_user",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputRow:
+    """One phase's throughput (``phases[].throughput``) in A and B; NaN where absent."""
+
+    phase: str
+    a: tuple[float, ...]  # in THROUGHPUT_KEYS order
+    b: tuple[float, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class TestComparison:
     """One test key present in both files: its rows, and how many requests each side had."""
@@ -54,6 +71,30 @@ class TestComparison:
     rows: tuple[Row, ...]
     offered: tuple[int, int]
     invalid: tuple[bool, bool]  # a side's generator fell behind or it was cut short
+    throughput: tuple[ThroughputRow, ...] = ()
+
+
+def stored_throughput(run: StoredRun) -> dict[str, tuple[float, ...]]:
+    """Each phase's stored throughput (files from before it was recorded have none)."""
+    found: dict[str, tuple[float, ...]] = {}
+    for phase in run.document.get("phases") or []:
+        values = phase.get("throughput") if isinstance(phase, dict) else None
+        if isinstance(values, dict):
+            found[str(phase.get("name"))] = tuple(
+                float(value) if isinstance(value, int | float) else math.nan
+                for value in (values.get(key) for key in THROUGHPUT_KEYS)
+            )
+    return found
+
+
+def throughput_rows(a: StoredRun, b: StoredRun) -> tuple[ThroughputRow, ...]:
+    a_values, b_values = stored_throughput(a), stored_throughput(b)
+    missing = (math.nan,) * len(THROUGHPUT_KEYS)
+    return tuple(
+        ThroughputRow(phase, a_values.get(phase, missing), b_values.get(phase, missing))
+        for phase in phase_order(a, b)
+        if phase in a_values or phase in b_values
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +130,11 @@ def compare_pair(
             cells = tuple(Cell(p, x, y) for p, x, y in zip(ps, a_values, b_values, strict=True))
             rows.append(Row(phase, metric, cells))
     return TestComparison(
-        key, tuple(rows), (len(a.records), len(b.records)), (not a.valid, not b.valid)
+        key,
+        tuple(rows),
+        (len(a.records), len(b.records)),
+        (not a.valid, not b.valid),
+        throughput_rows(a, b),
     )
 
 

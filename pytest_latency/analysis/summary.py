@@ -15,11 +15,19 @@ import numpy as np
 
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.percentiles import percentile, percentiles
+from pytest_latency.analysis.throughput import Throughput
 from pytest_latency.spec.model import Phase
 
 SUMMARY_METRICS: tuple[str, ...] = ("ttft", "itl", "e2e")
 SUMMARY_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
 BOUNDARY = "client, loopback-or-network as configured, from the planned send time"
+# Said under every closed-loop phase (docs/workloads.md "Fixed concurrency").
+CLOSED_LOOP_NOTE = (
+    "closed loop: each user sends when its previous request ended, so latency counts from"
+    " that instant and a slow server slows the senders instead of queueing requests: queueing"
+    " is hidden from the client (coordinated omission); use an open-loop phase for latency"
+    " objectives, this one for saturation throughput"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +44,8 @@ class PhaseSummary:
     duration_s: float
     statuses: dict[str, int] = field(default_factory=dict)
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
+    # Completed work per second of the phase's window (analysis/throughput.py).
+    throughput: Throughput | None = None
 
     @property
     def planned_rate(self) -> float:
@@ -49,7 +59,10 @@ class PhaseSummary:
 
 
 def summarise_phase(
-    phase: Phase, windows: Sequence[tuple[float, float]], columns: Columns
+    phase: Phase,
+    windows: Sequence[tuple[float, float]],
+    columns: Columns,
+    throughput: Throughput | None = None,
 ) -> PhaseSummary:
     """Summarise one phase from the run's columns; ``windows`` are its (start, end) spans.
 
@@ -89,4 +102,5 @@ def summarise_phase(
             )
             for metric in SUMMARY_METRICS
         },
+        throughput=throughput,
     )

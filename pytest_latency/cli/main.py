@@ -111,8 +111,14 @@ def _add_report(commands: Any) -> None:
 
 
 def _compare(arguments: argparse.Namespace) -> int:
-    """``pytest-latency compare A.json B.json``: percentiles side by side, B/A."""
+    """``pytest-latency compare A.json B.json``: percentiles side by side, B/A; with
+    ``--as vllm|aiperf RUN.json``, one file's numbers by that peer's definitions."""
     import shutil
+
+    if arguments.peer is not None:
+        return _compare_as_peer(arguments)
+    if arguments.b is None:
+        raise UsageError("give two files, A.json B.json (or --as vllm|aiperf RUN.json)")
 
     from pytest_latency.analysis.samples import LATENCY_METRICS
     from pytest_latency.analysis.side_by_side import compare_runs
@@ -143,6 +149,23 @@ def _compare(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _compare_as_peer(arguments: argparse.Namespace) -> int:
+    from pytest_latency.report.peers_table import format_peer
+
+    if arguments.b is not None:
+        raise UsageError(
+            f"--as {arguments.peer} reads one file, got {arguments.a} and {arguments.b}"
+        )
+    try:
+        runs = read_runs(arguments.a)
+    except RunFileError as error:
+        raise UsageError(str(error)) from None
+    if not runs:
+        raise UsageError(f"{arguments.a}: holds no runs")
+    print(format_peer(arguments.peer, runs))
+    return EXIT_OK
+
+
 def _add_compare(commands: Any) -> None:
     compare = commands.add_parser(
         "compare",
@@ -152,7 +175,15 @@ def _add_compare(commands: Any) -> None:
         "verdict. Exit 0: printed; 2: usage error.",
     )
     compare.add_argument("a", type=Path, metavar="A.json", help="the reference run(s)")
-    compare.add_argument("b", type=Path, metavar="B.json", help="the run(s) to compare with A")
+    compare.add_argument(
+        "b", type=Path, nargs="?", metavar="B.json", help="the run(s) to compare with A"
+    )
+    compare.add_argument(
+        "--as",
+        dest="peer",
+        choices=("vllm", "aiperf"),
+        help="print A's numbers by this peer's definitions and names instead (docs/metrics.md)",
+    )
     compare.add_argument(
         "--metrics", default="ttft,itl,e2e", metavar="LIST", help="default: ttft,itl,e2e"
     )

@@ -21,7 +21,10 @@ import anyio.lowlevel
 import httpx
 from anyio.abc import TaskGroup
 
+from pytest_latency.driver.client_load import ClientLoad
+from pytest_latency.driver.closed_loop import offered, run_user, users_of
 from pytest_latency.driver.limits import check_deadline
+from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
 from pytest_latency.driver.request import Sender
@@ -51,6 +54,7 @@ class DriveResult:
     elapsed_s: float  # monotonic duration from time zero to the last request's end
     started_ns: int = 0  # time zero as a time.perf_counter_ns() reading (in-process clock)
     workers: list[GeneratorWorker] = field(default_factory=list)  # remote (Ray) workers
+    client: ClientLoad | None = None  # the driving thread's CPU and loop lag (loop_monitor)
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -110,12 +114,17 @@ class Run:
         # With ``sessions:``, later turns are sent after the turn before them
         # (driver/sessions.py); everything else at its planned instant (a trace's too).
         self._later_turns = later_turns(pairs) if plan.workload.sessions is not None else {}
+        # Closed-loop users send when they are free (driver/closed_loop.py).
+        self._users = users_of(pairs)
+        self._pool_ids = frozenset(r.id for r in ordered if r.user is not None)
         firsts = first_sends(pairs, self._later_turns)
+        firsts = [pair for pair in firsts if pair[0].user is None]
         self._schedule = sorted(firsts, key=lambda pair: pair[0].intended_s)
         self.started_ns = 0  # time zero on perf_counter_ns, set when the run starts
         self.started_at_unix = 0.0
         self.elapsed_s = 0.0
         self.launched = 0  # requests started so far (read by the progress poller)
+        self.client_load: ClientLoad | None = None
         self._live_sender: Sender | None = None
         self._driven = False
         self._stop_reason: str | None = None
@@ -126,7 +135,14 @@ class Run:
         self._stop_reason = self._stop_reason or f"{STOPPED_EARLY}{why}"
 
     def result(self) -> DriveResult:
-        return DriveResult(self.records, self.started_at_unix, self.elapsed_s, self.started_ns)
+        records = offered(self.records, self._pool_ids) if self._pool_ids else self.records
+        return DriveResult(
+            records,
+            self.started_at_unix,
+            self.elapsed_s,
+            self.started_ns,
+            client=self.client_load,
+        )
 
     def progress(self) -> Progress | None:
         """Counters so far, for a reporter on another thread; None before time zero."""
@@ -148,6 +164,7 @@ class Run:
             raise RuntimeError("a Run drives its plan once; make a new Run")
         self._driven = True
         sender = self._sender(choose_transport(self.target, client))
+        monitor: LoopMonitor | None = None
         try:
             await self._warm(sender)
             quiet_gc()
@@ -158,9 +175,10 @@ class Run:
             self.started_at_unix = time.time()
             sender.finished = 0  # warm-up requests do not count
             self._live_sender = sender
-            async with anyio.create_task_group() as tasks:
+            async with monitored() as monitor, anyio.create_task_group() as tasks:
                 await self._launch(tasks, sender)
         finally:
+            self.client_load = monitor.load if monitor is not None else None
             gc.unfreeze()
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
@@ -204,6 +222,7 @@ class Run:
             limits=self.target.limits,
             secrets=() if self.target.api_key is None else (self.target.api_key,),
             record_content=self.target.record_content,
+            continuous_usage_stats=self.target.continuous_usage_stats,
         )
 
     def phase_stops(self) -> PhaseStops:
@@ -217,6 +236,8 @@ class Run:
         cap = self.plan.workload.max_concurrency
         slots = None if cap is None else anyio.CapacityLimiter(cap)
         stops = self.phase_stops()
+        for turns in self._users.values():
+            tasks.start_soon(self._user, sender, turns, slots, stops)
         for request, record in self._schedule:
             if (why := self._stop_reason or stops.reason(request.phase)) is not None:
                 record.error = why  # stays cancelled, with the reason
@@ -232,6 +253,30 @@ class Run:
                 stops.sent(request.phase, (clock() - t0) / 1e9)
                 tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
                 self.launched += 1
+
+    async def _user(
+        self,
+        sender: Sender,
+        turns: list[tuple[PlannedRequest, RequestRecord]],
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+    ) -> None:
+        """One closed-loop user, for its phase's window (driver/closed_loop.py)."""
+        first = turns[0][0]
+        phase = next(p for p in self.plan.workload.phases if p.name == first.phase)
+        start_s = self.plan.workload.phase_start_s(phase.name, first.episode)
+        window_ns = (
+            self.started_ns + round(start_s * 1e9),
+            self.started_ns + round((start_s + phase.duration_s) * 1e9),
+        )
+
+        async def send_now(request: PlannedRequest, record: RequestRecord, at_ns: int) -> None:
+            stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
+            self.launched += 1
+            await self._send(sender, request, record, at_ns, slots, stops)
+
+        think_ns = round(phase.think_time_s * 1e9)
+        await run_user(turns, window_ns, think_ns, self.started_ns, send_now, stops.reason)
 
     async def _session(
         self,

@@ -6,10 +6,10 @@ across processes, built on :mod:`.client`), so neither imports the other's calle
 
 from __future__ import annotations
 
-import anyio
 import httpx
 
 from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
+from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.driver.progress import ProgressListener, reporting
 from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
@@ -66,7 +66,7 @@ def run_plan(
     run = Run(plan, target, spans)
     try:
         with reporting(run.progress, progress):
-            anyio.run(run.drive)
+            drive_to_end(run)
     except KeyboardInterrupt as exc:
         raise RunInterrupted(run.result()) from exc
     except BaseException as exc:  # pytest's Failed is one; the records must survive it

@@ -333,6 +333,8 @@ def _merge(plan: Plan, pool: list[_Actor], t0: int, interrupted: bool = False) -
         missing = 0
         for request in actor.part.requests:
             record = actor.records.get(request.id)
+            if record is None and request.user is not None:
+                continue  # a closed loop's pool request its user never sent: not offered
             if record is None:
                 record, missing = lost_record(request, reason), missing + 1
             records[request.id] = record
@@ -351,7 +353,8 @@ def _merge(plan: Plan, pool: list[_Actor], t0: int, interrupted: bool = False) -
             )
         )
     for request in plan.requests:  # a plan with no actor at all (never expected)
-        records.setdefault(request.id, lost_record(request, "no Ray actor"))
+        if request.user is None:
+            records.setdefault(request.id, lost_record(request, "no Ray actor"))
     now = time.perf_counter_ns()
     started_at = time.time() - (now - t0) / 1e9 if t0 else time.time()
     elapsed = max((actor.elapsed_s for actor in pool), default=0.0)

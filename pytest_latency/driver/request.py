@@ -73,6 +73,7 @@ class Sender:
     limits: ResponseLimits = field(default_factory=ResponseLimits)
     secrets: tuple[Secret, ...] = field(default=(), repr=False)  # hidden in error texts
     record_content: bool = False  # keep prompt and answer text in records (opt-in)
+    continuous_usage_stats: bool = False  # ask for usage on every chunk (vLLM only)
     t0_ns: int = 0
     finished: int = 0  # requests whose send ended (any status), for progress reports
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
@@ -91,7 +92,13 @@ class Sender:
             body["prompt"] = "\n".join([*(text for _, text in history), request.prompt])
         body["max_tokens"] = request.output_tokens
         body["stream"] = True
-        body["stream_options"] = {"include_usage": True}
+        # Usage on every chunk gives tokens per chunk; only servers known to accept the
+        # key get it (others may refuse an unknown stream option).
+        body["stream_options"] = (
+            {"include_usage": True, "continuous_usage_stats": True}
+            if self.continuous_usage_stats
+            else {"include_usage": True}
+        )
         if self.extra_body:
             body.update(self.extra_body)
             floor = body.get("min_tokens")
@@ -201,6 +208,7 @@ class Sender:
             record.output_tokens, record.output_tokens_source = state.usage_tokens, "usage"
         else:
             record.output_tokens, record.output_tokens_source = state.chunks, "chunks"
+        keep_reasoning(record, state, t0)
 
     async def _read_error(self, response: Response, record: RequestRecord, prompt: str) -> None:
         code = response.status
@@ -211,3 +219,18 @@ class Sender:
             await response.read_body(sink)
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         record.error = http_error_text(code, bytes(sink.body), prompt)
+
+
+def keep_reasoning(record: RequestRecord, state: StreamState, t0_ns: int) -> None:
+    """The first answer token, the reasoning before it, and tokens per chunk if reported."""
+    answer_ns, reasoning_ns = state.first_answer_ns, state.first_reasoning_ns
+    if answer_ns is not None:  # computed as ttft_s is, so equal to it without reasoning
+        record.ttfo_s = (answer_ns - t0_ns) / 1e9 - record.intended_s
+        if reasoning_ns is not None and reasoning_ns <= answer_ns:
+            record.reasoning_s = (answer_ns - reasoning_ns) / 1e9
+    if state.reasoning_usage is not None:
+        record.reasoning_tokens = state.reasoning_usage
+    elif state.reasoning_chunks:
+        record.reasoning_tokens = state.reasoning_chunks
+    if state.chunk_tokens and len(state.chunk_tokens) == state.chunks:
+        record.chunk_tokens = state.chunk_tokens

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pytest_latency.driver.chunk_scan import plain_answer
 from pytest_latency.driver.limits import size_text
 
 _BOM = b"\xef\xbb\xbf"
@@ -67,8 +68,16 @@ class SSEDecoder:
         if tail:
             self._keep(tail)
         events: list[bytes] = []
-        for line in lines:
-            self._line(line, events)
+        limit = self._max_line
+        for line in lines:  # the two common lines inline: a call per line was a cost
+            if not line:
+                if self._data is not None:
+                    events.append(self._data)
+                    self._data = None
+            elif self._data is None and line.startswith(b"data: ") and len(line) <= limit:
+                self._data = line[6:]
+            else:
+                self._line(line, events)
         return events
 
     def _keep(self, piece: bytes) -> None:
@@ -131,17 +140,28 @@ class ErrorEvent(StreamError):
 
 
 class StreamState:
-    """The token timeline of one streamed response (instants in perf_counter ns)."""
+    """The token timeline of one streamed response (instants in perf_counter ns).
+
+    A chunk *carries content* when a choice has non-empty ``delta.content`` (or a
+    completion's ``text``): an answer token; or non-empty ``delta.reasoning_content`` or
+    ``delta.reasoning``: a reasoning token. Both count for the first token and the gaps;
+    only the answer counts for the first answer token (TTFO).
+    """
 
     __slots__ = (
         "cached_tokens",
+        "chunk_tokens",
         "chunks",
         "done",
         "finished",
+        "first_answer_ns",
         "first_ns",
+        "first_reasoning_ns",
         "gaps",
         "last_ns",
         "prompt_tokens",
+        "reasoning_chunks",
+        "reasoning_usage",
         "texts",
         "timings",
         "usage_tokens",
@@ -150,10 +170,17 @@ class StreamState:
     def __init__(self, gaps: list[float], texts: list[str] | None = None) -> None:
         self.texts = texts  # when given, the answer's text pieces (multi-turn sessions)
         self.first_ns: int | None = None
+        self.first_answer_ns: int | None = None
+        self.first_reasoning_ns: int | None = None
         self.last_ns = 0
         self.gaps = gaps  # seconds between successive content chunks
         self.chunks = 0  # content-bearing chunks
+        self.reasoning_chunks = 0  # of which reasoning only
+        # Tokens of each content chunk from the cumulative per-chunk usage; None once a
+        # content chunk came without usage (the server does not report it per chunk).
+        self.chunk_tokens: list[int] | None = []
         self.usage_tokens: int | None = None
+        self.reasoning_usage: int | None = None  # usage.completion_tokens_details
         self.prompt_tokens: int | None = None  # the server's count of the prompt
         self.cached_tokens: int | None = None  # of which served from its prefix cache
         self.timings: dict[str, Any] | None = None  # llama.cpp's per-request ``timings``
@@ -166,6 +193,12 @@ class StreamState:
             return
         if data == DONE:
             self.done = True
+            return
+        if self.chunks and self.texts is None and plain_answer(data):
+            # The hot path: an answer token and nothing else (driver/chunk_scan.py). The
+            # first content chunk of every stream is always decoded in full.
+            self._content(now_ns, True)
+            self.chunk_tokens = None  # a content chunk without usage
             return
         try:
             chunk = json.loads(data)
@@ -180,36 +213,52 @@ class StreamState:
 
     def _chunk(self, chunk: dict[str, Any], now_ns: int) -> None:
         choices = chunk.get("choices")
+        answer = reasoning = False
         if choices:
-            content = False
             for choice in choices:
                 delta = choice.get("delta")
                 if delta is None:  # completions API
                     if choice.get("text"):
-                        content = True
-                elif (
-                    delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning")
-                ):
-                    content = True
+                        answer = True
+                elif delta.get("content"):
+                    answer = True
+                elif delta.get("reasoning_content") or delta.get("reasoning"):
+                    reasoning = True
                 if choice.get("finish_reason") is not None:
                     self.finished = True
-            if content and self.texts is not None:
+            if answer and self.texts is not None:
                 self._keep_text(choices)
-            if content:
-                if self.first_ns is None:
-                    self.first_ns = now_ns
-                else:
-                    self.gaps.append((now_ns - self.last_ns) / 1e9)
-                self.last_ns = now_ns
-                self.chunks += 1
+            if answer or reasoning:
+                self._content(now_ns, answer)
         elif "error" in chunk or chunk.get("object") == "error":
             raise ErrorEvent(chunk)
         timings = chunk.get("timings")
         if timings and isinstance(timings, dict):
             self.timings = timings
         usage = chunk.get("usage")
+        previous = self.usage_tokens or 0
         if usage:
             self._usage(usage)
+        if (answer or reasoning) and self.chunk_tokens is not None:
+            if usage and self.usage_tokens is not None:
+                self.chunk_tokens.append(max(0, self.usage_tokens - previous))
+            else:
+                self.chunk_tokens = None  # one content chunk without usage: not per chunk
+
+    def _content(self, now_ns: int, answer: bool) -> None:
+        if self.first_ns is None:
+            self.first_ns = now_ns
+        else:
+            self.gaps.append((now_ns - self.last_ns) / 1e9)
+        self.last_ns = now_ns
+        self.chunks += 1
+        if answer:
+            if self.first_answer_ns is None:
+                self.first_answer_ns = now_ns
+        else:
+            self.reasoning_chunks += 1
+            if self.first_reasoning_ns is None:
+                self.first_reasoning_ns = now_ns
 
     def _keep_text(self, choices: list[dict[str, Any]]) -> None:
         assert self.texts is not None
@@ -231,3 +280,8 @@ class StreamState:
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         if type(cached) is int:
             self.cached_tokens = cached
+        # OpenAI, vLLM: usage.completion_tokens_details.reasoning_tokens.
+        details = usage.get("completion_tokens_details")
+        reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+        if type(reasoning) is int:
+            self.reasoning_usage = reasoning

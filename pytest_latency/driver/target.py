@@ -21,6 +21,9 @@ from pytest_latency.secret import Secret
 # Below the 5 s idle timeout of uvicorn-based servers (vLLM, SGLang), so a pooled
 # connection is not reused just as the server closes it.
 KEEPALIVE_EXPIRY_S = 4.0
+# Server kinds whose streams report usage on every chunk when asked (vLLM's
+# ``stream_options.continuous_usage_stats``); others may reject the unknown key.
+CONTINUOUS_USAGE_KINDS = frozenset({"vllm"})
 _PATHS = {"chat": "/v1/chat/completions", "completions": "/v1/completions"}
 
 
@@ -47,6 +50,10 @@ class Target:
     # Keep each request's prompt and generated text in its record (off: they are never
     # stored, so no report can show them): ``--latency-record-content``.
     record_content: bool = False
+    # Ask for usage on every chunk (``stream_options.continuous_usage_stats``), so records
+    # keep tokens per chunk; only for servers that accept it (vLLM, see
+    # :data:`CONTINUOUS_USAGE_KINDS`).
+    continuous_usage_stats: bool = False
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:

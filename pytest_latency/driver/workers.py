@@ -29,6 +29,8 @@ import anyio
 import anyio.to_thread
 
 from pytest_latency.driver.client import DriveResult, Run, RunAborted, RunInterrupted
+from pytest_latency.driver.client_load import ClientLoad
+from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
@@ -54,6 +56,7 @@ def partition(plan: Plan, workers: int) -> list[Plan]:
     units: dict[tuple[str, int], list[PlannedRequest]] = {}
     for request in sorted(plan.requests, key=lambda request: (request.intended_s, request.id)):
         key = ("session", request.session) if request.session is not None else ("", request.id)
+        key = ("user", request.user) if request.user is not None else key  # a closed loop
         units.setdefault(key, []).append(request)
     schedule = list(units.values())  # dicts keep insertion order: by first instant
     count = max(1, min(workers, len(schedule)))
@@ -80,7 +83,7 @@ def _worker_main(part: Plan, target: Target, channel: Connection) -> None:
         return t0
 
     run = Run(part, target, ClientSpans(), time_zero=time_zero)
-    anyio.run(run.drive)
+    drive_to_end(run)
     channel.send(run.result())
 
 
@@ -205,14 +208,19 @@ def _merge(plan: Plan, pool: list[_Worker], t0: int) -> DriveResult:
             "%s: its %d requests are recorded as cancelled", reason, len(worker.part.requests)
         )
         for request in worker.part.requests:
-            records[request.id] = lost_record(request, reason)
+            if request.user is None:  # a closed loop's unsent pool was never offered
+                records[request.id] = lost_record(request, reason)
     for request in plan.requests:  # a plan with no worker at all (never expected)
-        records.setdefault(request.id, lost_record(request, "no worker"))
+        if request.user is None:
+            records.setdefault(request.id, lost_record(request, "no worker"))
     now = time.perf_counter_ns()
     started_at = time.time() - (now - t0) / 1e9 if t0 else time.time()
     if t0 and not elapsed:
         elapsed = (now - t0) / 1e9
-    return DriveResult([records[key] for key in sorted(records)], started_at, elapsed, t0)
+    # Each worker drives on its own core: the run is as saturated as its busiest worker.
+    client = ClientLoad.worst([w.result.client for w in pool if w.result is not None])
+    ordered = [records[key] for key in sorted(records)]
+    return DriveResult(ordered, started_at, elapsed, t0, client=client)
 
 
 def lost_record(request: PlannedRequest, reason: str) -> RequestRecord:

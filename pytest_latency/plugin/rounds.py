@@ -31,6 +31,7 @@ from pytest_latency.analysis.looks import (
     round_cooldown_s,
     round_cost_s,
 )
+from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import MAX_SEED, Objective, SpecError, Workload
 from pytest_latency.workload import Plan, build_plan
@@ -39,6 +40,7 @@ from pytest_latency.workload import Plan, build_plan
 _SEED_STRIDE = 0x9E3779B97F4A7C15
 
 if TYPE_CHECKING:
+    from pytest_latency.analysis.health import GeneratorHealth
     from pytest_latency.driver.worker_clocks import GeneratorWorker
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
@@ -53,10 +55,23 @@ class Measured:
     started_at_unix: float
     elapsed_s: float
     workers: list[GeneratorWorker] = field(default_factory=list)
+    client: ClientLoad | None = None  # the driving client's CPU and loop lag
     joined: JoinReport | None = None
     series: MetricsSeries | None = None  # /metrics during the first round
     interrupted: BaseException | None = None
     until_decided: UntilDecided | None = None
+
+    def health(self, max_lag_p99_s: float) -> GeneratorHealth:
+        """The generator's health over what was measured (schedule, workers, client)."""
+        from pytest_latency.analysis.health import check_generator
+
+        return check_generator(
+            self.records,
+            self.workload,
+            max_lag_p99_s=max_lag_p99_s,
+            workers=self.workers,
+            client=self.client,
+        )
 
 
 #: drive(plan) -> what it measured (records relative to the plan's time zero)
@@ -205,16 +220,16 @@ class Rounds:
         measured.records.extend(placed(later.records, offset))
         measured.joined = _merge_joins(measured.joined, later.joined)
         measured.workers.extend(later.workers)
+        measured.client = ClientLoad.worst([measured.client, later.client])
         measured.interrupted = later.interrupted
         return size
 
     def _look(self, index: int, measured: Measured, started: float) -> str | None:
         """Judge the objectives at look ``index``; why to stop, or None to go on."""
-        from pytest_latency.analysis.health import check_generator
         from pytest_latency.analysis.objectives import decide_objectives
         from pytest_latency.analysis.verdict import Verdict
 
-        health = check_generator(measured.records, measured.workload, max_lag_p99_s=self.max_lag_s)
+        health = measured.health(self.max_lag_s)
         results = decide_objectives(
             self.judged,
             measured.records,

@@ -258,7 +258,6 @@ class LatencySession:
         self, workload: Workload, measured: Measured, info: ServerInfo, test: str
     ) -> LatencyResult:
         """The run's result, with the gate and the after-run plan check wired in."""
-        from pytest_latency.analysis.health import check_generator
         from pytest_latency.analysis.result import LatencyResult
         from pytest_latency.plugin.gate import enforce
 
@@ -274,12 +273,7 @@ class LatencySession:
             trace_url_template=self.options.trace_url,
             server_join=measured.joined,
             server_metrics=measured.series,
-            health=check_generator(
-                measured.records,
-                measured.workload,
-                max_lag_p99_s=self.options.max_lag_s,
-                workers=measured.workers,
-            ),
+            health=measured.health(self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
             interrupted=None if interrupted is None else stop_reason(interrupted),
             until_decided=measured.until_decided,

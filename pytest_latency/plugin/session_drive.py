@@ -33,6 +33,7 @@ def request_options(workload: Workload) -> dict[str, object]:
 def run_target(options: LatencyOptions, info: ServerInfo, workload: Workload) -> Target:
     """Where the run sends, with the response limits and content keeping the flags set."""
     from pytest_latency.driver import ResponseLimits, Target
+    from pytest_latency.driver.target import CONTINUOUS_USAGE_KINDS
 
     return Target(
         base_url=info.url,
@@ -45,6 +46,7 @@ def run_target(options: LatencyOptions, info: ServerInfo, workload: Workload) ->
             max_body_bytes=options.max_body_bytes,
         ),
         record_content=options.record_content,
+        continuous_usage_stats=info.kind in CONTINUOUS_USAGE_KINDS,
     )
 
 
@@ -132,6 +134,7 @@ def drive_plan(
             started_at_unix=outcome.started_at_unix,
             elapsed_s=outcome.elapsed_s,
             workers=list(outcome.workers),
+            client=outcome.client,
             joined=joined,
             series=series,
             interrupted=interrupted,

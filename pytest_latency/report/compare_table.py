@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
-from pytest_latency.analysis.side_by_side import Cell, Comparison, TestComparison
+from pytest_latency.analysis.side_by_side import Cell, Comparison, TestComparison, ThroughputRow
 
 _NUMBER = 8  # "1234.5ms", "123.45s"
 _RATIO = 7  # "12.34x", "inf"
@@ -86,6 +86,24 @@ def long_lines(test: TestComparison, width: int) -> list[str]:
     return lines
 
 
+_THROUGHPUT_LABELS = ("req/s", "output tok/s", "total tok/s", "output tok/s per user")
+
+
+def _amount(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:.4g}"
+
+
+def throughput_lines(rows: Sequence[ThroughputRow], width: int) -> list[str]:
+    """Each phase's throughput in A and B with B/A (B/A > 1: B does more per second)."""
+    lines = []
+    for row in rows:
+        for label, a, b in zip(_THROUGHPUT_LABELS, row.a, row.b, strict=True):
+            cell = Cell(0.0, a, b)
+            text = f"throughput {row.phase} {label}: A {_amount(a)}, B {_amount(b)}"
+            lines.append(_cut(f"{text}, B/A {format_ratio(cell.ratio)}", max(width, 20)))
+    return lines
+
+
 def _header(test: TestComparison) -> str:
     notes = [f"A {test.offered[0]} requests", f"B {test.offered[1]} requests"]
     notes += [
@@ -106,6 +124,7 @@ def format_comparison(comparison: Comparison, width: int) -> str:
         lines.extend(_wrapped([_header(test)], width))
         if test.rows:
             lines.extend(block_lines(test, width) or long_lines(test, width))
+            lines.extend(throughput_lines(test.throughput, width))
         else:
             lines.append("  no requests on either side")
         lines.append("")
@@ -115,7 +134,8 @@ def format_comparison(comparison: Comparison, width: int) -> str:
         if keys
     ]
     notes.append(
-        f"compared {len(comparison.tests)} test(s); B/A > 1: B is slower. Percentiles of "
+        f"compared {len(comparison.tests)} test(s); B/A > 1: B is slower (throughput: B does"
+        " more per second, over each phase's window). Percentiles of "
         "each run's requests (failed ones unbounded); no confidence bound: "
         "`pytest-latency judge` decides."
     )

@@ -100,7 +100,10 @@ def _attribution(attribution: Attribution) -> dict[str, Any]:
 def _phase(
     summary: PhaseSummary, records: Sequence[RequestRecord], objectives: Sequence[Objective] = ()
 ) -> dict[str, Any]:
-    goodput = phase_goodput(records, objectives, summary.duration_s)
+    throughput = summary.throughput
+    # Goodput counts over the same window as throughput, so the two sit side by side.
+    window_s = throughput.window_s if throughput is not None else summary.duration_s
+    goodput = phase_goodput(records, objectives, window_s)
     return {
         "name": summary.name,
         "offered": summary.offered,
@@ -117,6 +120,8 @@ def _phase(
         },
         "server_attribution": _attribution(attribute(records)),
         "goodput": [row.to_json() for row in goodput],  # one per attainment objective
+        "throughput": None if throughput is None else throughput.to_json(),
+        "throughput_window_s": window_s,  # analysis/throughput.py: start to last response
         "slot_wait_s": slot_wait_summary(records),  # null without max_concurrency
     }
 

@@ -20,6 +20,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
 from pytest_latency.report.html.tables import objective_label, objective_value
+from pytest_latency.report.throughput_table import markdown_lines as throughput_markdown
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.baseline import Baseline
@@ -203,6 +204,7 @@ def run_section(run: ReportRun) -> str:
         *verdict_lines(run),
         "",
         *capacity_lines(run),
+        *throughput_markdown(run.section("phases")),
         "**Slowest requests** (by time to first token, from the planned send):",
         "",
         *slowest_lines(run),

@@ -16,6 +16,7 @@ from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.slots import slot_wait_line
+from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE
 from pytest_latency.driver.worker_clocks import describe_workers
 from pytest_latency.report.capacity_table import capacity_lines
 from pytest_latency.report.evidence import verdict_text
@@ -64,7 +65,13 @@ def format_run(
         attribution = describe_attribution(attribute(run.phase_records(summary.name)))
         lines.extend(wrap(f"{summary.name}: {attribution}", width, "  "))
         gates = [result.objective for result in run.objective_results]
-        extra = goodput_lines(run.phase_records(summary.name), gates, summary.duration_s)
+        throughput = summary.throughput
+        window_s = summary.duration_s if throughput is None else throughput.window_s
+        extra = goodput_lines(run.phase_records(summary.name), gates, window_s)
+        if throughput is not None:
+            extra.insert(0, f"{summary.name}: {throughput.describe()}")
+        if any(p.closed_loop for p in run.workload.phases if p.name == summary.name):
+            extra.insert(0, f"{summary.name}: {CLOSED_LOOP_NOTE}")
         for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
             lines.extend(wrap(line.strip(), width, "  "))
         failures = {k: v for k, v in summary.statuses.items() if k != "ok"}

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from pytest_latency.sim.chunks import StreamChunks, reasoning_of
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import ServerTimings, State
 from pytest_latency.sim.live import ABORTED, ADMITTED, EXPIRED, FINISHED, LiveEngine, Ticket
@@ -178,22 +179,24 @@ class SimApp:
             if gen.api == "chat":
                 yield encoder.role_chunk()
             events = ticket.events
+            chunks = StreamChunks(self.config, gen, encoder)
             finished = False
             while not finished:  # bounded: at most target_tokens token events, then a final one
                 parts: list[bytes] = []
                 event = await events.get()
                 while True:  # write everything already produced in one go
                     if event > 0:
-                        parts.append(encoder.token_chunk(event))
+                        parts.append(chunks.token(event))
                     else:
                         finished = True
                         if event == FINISHED:
+                            parts.append(chunks.flush())
                             parts.append(self._trailer(ticket, gen, encoder))
                         break  # aborted mid-stream: end without [DONE], a truncated stream
                     if events.empty():
                         break
                     event = events.get_nowait()
-                if parts:
+                if any(parts):
                     yield b"".join(parts)
         finally:
             self.live.cancel(ticket)  # a no-op unless the client left mid-stream
@@ -202,7 +205,8 @@ class SimApp:
         trailer = encoder.finish_chunk(_finish_reason(ticket, gen))
         if gen.include_usage:
             cached = self._cached(ticket.sequence.timings)
-            trailer += encoder.usage_chunk(gen.prompt_tokens, ticket.sequence.generated, cached)
+            generated, reasoning = ticket.sequence.generated, reasoning_of(self.config, gen)
+            trailer += encoder.usage_chunk(gen.prompt_tokens, generated, cached, reasoning)
         return trailer + DONE
 
     def _cached(self, timings: ServerTimings) -> int | None:

@@ -49,6 +49,15 @@ class SimConfig:
     seed: int = _opt(0, "seed for early-stop lengths (ignore_eos=false) and token words")
     default_max_tokens: int = _opt(16, "output cap when a request sets none")
     max_model_len: int = _opt(8192, "prompt plus output tokens allowed per request")
+    # Streams as reasoning models and speculative decoding send them (sim/chunks.py).
+    reasoning_tokens: int = _opt(
+        0,
+        "output tokens each answer first spends reasoning, streamed as delta.reasoning_content"
+        " (chat; at most all but one of its tokens); 0: no reasoning",
+    )
+    tokens_per_chunk: int = _opt(
+        1, "output tokens per SSE chunk (several: speculative decoding, stream intervals)"
+    )
     otlp_traces_endpoint: str = _opt(
         "", "OTLP/HTTP URL (with /v1/traces) for vLLM-style request spans; empty: no export"
     )
@@ -59,6 +68,11 @@ class SimConfig:
     )
 
     def __post_init__(self) -> None:
+        if self.reasoning_tokens < 0 or self.tokens_per_chunk < 1:
+            raise ValueError(
+                "SimConfig: reasoning_tokens must be >= 0 and tokens_per_chunk >= 1, got"
+                f" {self.reasoning_tokens!r} and {self.tokens_per_chunk!r}"
+            )
         for name in ("replicas", "max_batch", "max_model_len", "default_max_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"SimConfig.{name} must be >= 1, got {getattr(self, name)!r}")

@@ -57,6 +57,8 @@ class GenRequest:
     max_tokens: int
     target_tokens: int
     blocks: tuple[int, ...] = ()  # prefix-cache block hashes (none when the cache is off)
+    # ``stream_options.continuous_usage_stats`` (vLLM): usage on every chunk.
+    continuous_usage: bool = False
 
 
 def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -116,7 +118,10 @@ def parse_request(body: object, api: Api, config: SimConfig, ordinal: int) -> Ge
             max(min_tokens, 1), max_tokens
         )
     blocks = block_hashes(words, config.prefix_block_tokens) if config.prefix_cache_blocks else ()
-    return GenRequest(api, stream, include_usage, prompt_tokens, max_tokens, target, blocks)
+    continuous = stream and _continuous_usage(body)
+    return GenRequest(
+        api, stream, include_usage, prompt_tokens, max_tokens, target, blocks, continuous
+    )
 
 
 def _chat_prompt_words(body: dict[str, Any]) -> list[str]:
@@ -192,6 +197,11 @@ def _stream_options(body: dict[str, Any], stream: bool) -> bool:
     return _bool_field(options, "include_usage", False)
 
 
+def _continuous_usage(body: dict[str, Any]) -> bool:
+    options = body.get("stream_options")  # validated by _stream_options
+    return isinstance(options, dict) and _bool_field(options, "continuous_usage_stats", False)
+
+
 class Encoder:
     """Builds one request's response bytes; chunk bytes are spliced from templates
     because the server writes thousands of chunks a second."""
@@ -236,12 +246,27 @@ class Encoder:
         return self._sse(self._choice({} if self.api == "chat" else "", reason))
 
     def usage_chunk(
-        self, prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+        self,
+        prompt_tokens: int,
+        completion_tokens: int,
+        cached_tokens: int | None = None,
+        reasoning_tokens: int = 0,
     ) -> bytes:
         chunk = self._head(stream=True)
         chunk["choices"] = []
-        chunk["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens)
+        chunk["usage"] = usage(prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens)
         return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    def text_chunk(
+        self, text: str, reasoning: bool, chunk_usage: dict[str, object] | None
+    ) -> bytes:
+        """A chunk of several tokens, of reasoning (chat: ``delta.reasoning_content``) or
+        of the answer, with ``usage`` so far when the client asked for it on every chunk."""
+        delta: object = {"reasoning_content" if reasoning else "content": text}
+        chunk = self._choice(delta if self.api == "chat" else text, None)
+        if chunk_usage is not None:
+            chunk["usage"] = chunk_usage
+        return self._sse(chunk)
 
     def completion(
         self,
@@ -283,10 +308,14 @@ class Encoder:
 
 
 def usage(
-    prompt_tokens: int, completion_tokens: int, cached_tokens: int | None = None
+    prompt_tokens: int,
+    completion_tokens: int,
+    cached_tokens: int | None = None,
+    reasoning_tokens: int = 0,
 ) -> dict[str, object]:
     """OpenAI ``usage``; with the prefix cache on, ``prompt_tokens_details.cached_tokens``
-    as vLLM and OpenAI report it."""
+    as vLLM and OpenAI report it; with reasoning, ``completion_tokens_details.
+    reasoning_tokens`` (counted in ``completion_tokens``, as OpenAI does)."""
     body: dict[str, object] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
@@ -294,4 +323,6 @@ def usage(
     }
     if cached_tokens is not None:
         body["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
+    if reasoning_tokens:
+        body["completion_tokens_details"] = {"reasoning_tokens": reasoning_tokens}
     return body

@@ -100,12 +100,12 @@ def simulate(config: SimConfig, arrivals: Iterable[Arrival]) -> list[SimResult]:
             assert isinstance(payload, Sequence)
             engine.expire(payload, now)
     return [
-        _result(arrival, seq, token_times.get(seq.id, []))
+        result_of(arrival, seq, token_times.get(seq.id, []))
         for arrival, seq in zip(ordered, sequences, strict=True)
     ]
 
 
-def _result(arrival: Arrival, seq: Sequence, times: list[float]) -> SimResult:
+def result_of(arrival: Arrival, seq: Sequence, times: list[float]) -> SimResult:
     timings = seq.timings
     first = timings.first_token
     ok = seq.state is State.OK

@@ -24,6 +24,7 @@ from pytest_latency.spec.phase import Arrival as Arrival  # re-exported
 from pytest_latency.spec.phase import Phase as Phase  # re-exported
 from pytest_latency.spec.phase import StopRule as StopRule  # re-exported
 from pytest_latency.spec.phase import burst as burst  # re-exported
+from pytest_latency.spec.phase import concurrent as concurrent  # re-exported
 from pytest_latency.spec.phase import steady as steady  # re-exported
 from pytest_latency.spec.prompts import PromptSource
 from pytest_latency.spec.sessions import Prefix as Prefix  # re-exported
@@ -33,6 +34,8 @@ from pytest_latency.spec.units import objective_limits
 Api = Literal["chat", "completions"]
 Metric = Literal[
     "ttft",
+    "ttfo",  # first answer token (after any reasoning): docs/metrics.md
+    "reasoning",  # first reasoning chunk to first answer chunk
     "itl",
     "itl_max",
     "tpot",
@@ -93,6 +96,8 @@ class Workload:
                 raise check.FieldError(name, f"{name} must be a {kind.__name__}")
         if self.prompts is not None and not isinstance(self.prompts, PromptSource):
             raise check.FieldError("prompts", "prompts must come from prompt_dataset(file, format)")
+        if self.sessions and any(phase.closed_loop for phase in self.phases):
+            raise check.FieldError("sessions", "sessions: are open loop: not with concurrent")
         if self.sessions and (self.prompts or any(phase.trace for phase in self.phases)):
             raise check.FieldError(
                 "sessions", "sessions: makes up its turns: not with prompts: or trace phases"
@@ -121,7 +126,7 @@ class Workload:
                 "repeat needs a cooldown (e.g. cooldown: 10s) so that one episode's queue"
                 " drains before the next: episodes must be independent",
             )
-        planned = self.repeat * sum(phase.mean_rate * phase.duration_s for phase in self.phases)
+        planned = self.repeat * sum(phase.planned_requests for phase in self.phases)
         planned *= self.sessions.mean_turns if self.sessions is not None else 1.0
         if planned > MAX_PLANNED_REQUESTS:
             raise check.FieldError(
@@ -190,19 +195,7 @@ class Workload:
             **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             **({"until_decided": {"max_s": self.until_decided_s}} if self.until_decided_s else {}),
-            "phases": [
-                {
-                    "name": phase.name,
-                    "arrival": phase.arrival,
-                    "rate": phase.rate,
-                    "duration_s": phase.duration_s,
-                    "burstiness": phase.burstiness,
-                    **({"rate_to": phase.rate_to} if phase.rate_to is not None else {}),
-                    **({"stop": phase.stop.to_json()} if phase.stop is not None else {}),
-                    **({"trace": phase.trace.to_json()} if phase.trace is not None else {}),
-                }
-                for phase in self.phases
-            ],
+            "phases": [phase.to_json() for phase in self.phases],
         }
 
 

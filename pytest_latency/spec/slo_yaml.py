@@ -19,6 +19,7 @@ from pytest_latency.spec.capacity import (
     check_capacity_objectives,
     workload_without_phases,
 )
+from pytest_latency.spec.concurrent_yaml import parse_concurrent_phase
 from pytest_latency.spec.gates_yaml import GATE_ONLY_KEYS, gate_objective
 from pytest_latency.spec.limits_yaml import latency_duration, parse_limit
 from pytest_latency.spec.model import (
@@ -69,7 +70,8 @@ def _arrival(value: Any) -> Arrival:
 
 
 _PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
-_ANY_PHASE_KEYS = tuple(dict.fromkeys(_PHASE_KEYS + TRACE_PHASE_KEYS))
+_CONCURRENT_KEYS = ("name", "arrival", "users", "think_time", "duration", "stop")
+_ANY_PHASE_KEYS = tuple(dict.fromkeys(_PHASE_KEYS + TRACE_PHASE_KEYS + _CONCURRENT_KEYS))
 _WORKLOAD_KEYS = (
     "seed",
     "input_tokens",
@@ -104,6 +106,8 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
     node = context.mapping(value, line, key, _ANY_PHASE_KEYS)
     if node.get("arrival") == "trace":
         return parse_trace_phase(context, node, key)
+    if node.get("arrival") == "concurrent":
+        return parse_concurrent_phase(context, node, key, _CONCURRENT_KEYS)
     if (stray := next((name for name in node if name not in _PHASE_KEYS), None)) is not None:
         problem = f"{stray}: needs arrival: trace"
         raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)

@@ -15,15 +15,13 @@ raised.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 
 import httpx
-from prometheus_client.parser import text_string_to_metric_families
 
 __all__ = (
     "KINDS",
@@ -31,45 +29,22 @@ __all__ = (
     "MetricsScraper",
     "MetricsSeries",
     "detect_kind",
+    "not_prometheus",
     "parse_exposition",
 )
 
-# Per server kind: series key -> metric names, the first one present wins (the later
-# ones are older spellings). ``waiting`` and ``running`` are in every kind; the other
-# keys are extras. Label sets of one name are summed (vLLM: model_name x engine), but
-# KV-cache use is averaged (_AVERAGED).
-_NAMES: dict[str, dict[str, tuple[str, ...]]] = {
-    "vllm": {
-        "waiting": ("vllm:num_requests_waiting",),
-        "running": ("vllm:num_requests_running",),
-        # vllm:gpu_cache_usage_perc is the name before 0.9 (deprecated since)
-        "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
-    },
-    "tgi": {"waiting": ("tgi_queue_size",), "running": ("tgi_batch_current_size",)},
-    "sglang": {
-        "waiting": ("sglang:num_queue_reqs",),
-        "running": ("sglang:num_running_reqs",),
-        "kv_cache_usage": ("sglang:token_usage",),  # fraction of the KV token pool in use
-    },
-    "llamacpp": {
-        "waiting": ("llamacpp:requests_deferred",),
-        "running": ("llamacpp:requests_processing",),
-        "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio",),  # older builds only
-    },
-    "sim": {"waiting": ("sim:num_requests_waiting",), "running": ("sim:num_requests_running",)},
-}
-METRIC_NAMES: Mapping[str, Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {kind: MappingProxyType(keys) for kind, keys in _NAMES.items()}
+from pytest_latency.telemetry.exposition import (
+    KINDS,
+    METRIC_NAMES,
+    check_kind,
+    detect_kind,
+    detected_kind,
+    extra_keys,
+    known_sums,
+    not_prometheus,
+    parse_exposition,
+    values_of_kind,
 )
-KINDS: tuple[str, ...] = tuple(_NAMES)  # detection order for "auto"
-_ALL_NAMES = frozenset(
-    name for keys in _NAMES.values() for names in keys.values() for name in names
-)
-# Each series is a fraction of its own engine's (vLLM ``engine`` label) or data-parallel
-# rank's (SGLang ``dp_rank``) KV pool: their sum passes 1 with data parallelism. The mean
-# is the pool-wide fraction when the pools are of one size (vllm/v1/metrics/loggers.py,
-# sglang/srt/observability/scheduler_metrics_mixin.py).
-_AVERAGED = frozenset(name for keys in _NAMES.values() for name in keys.get("kv_cache_usage", ()))
 
 DEFAULT_MAX_SAMPLES = 100_000
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -78,82 +53,6 @@ BOUNDARY = (
     "server /metrics gauges as the server rendered them; t_s on the client's monotonic "
     "clock at the scrape midpoint, seconds from run start"
 )
-
-
-def _check_kind(kind: str, *, allow_auto: bool = True) -> None:
-    if kind in _NAMES or (allow_auto and kind == "auto"):
-        return
-    choices = ", ".join(("auto", *KINDS) if allow_auto else KINDS)
-    raise ValueError(f"unknown server kind {kind!r}; expected one of: {choices}")
-
-
-def _known_lines(text: str) -> str:
-    """Only the sample, HELP and TYPE lines of the names we know (the parse is costly)."""
-    kept: list[str] = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if line.startswith("#"):
-            parts = line.split(None, 3)
-            if len(parts) >= 3 and parts[1] in ("HELP", "TYPE") and parts[2] in _ALL_NAMES:
-                kept.append(line)
-        elif line and line.split("{", 1)[0].split(None, 1)[0] in _ALL_NAMES:
-            kept.append(line)
-    return "\n".join(kept) + "\n" if kept else ""
-
-
-def _sums(text: str) -> dict[str, float]:
-    """Known sample name -> sum of its finite values over all label sets (the mean for
-    KV-cache use, ``_AVERAGED``).
-
-    Raises ValueError (from the parser) when a known line does not parse.
-    """
-    sums: dict[str, float] = {}
-    counts: dict[str, int] = {}
-    for family in text_string_to_metric_families(_known_lines(text)):
-        for sample in family.samples:
-            value = float(sample.value)
-            if sample.name in _ALL_NAMES and math.isfinite(value):
-                sums[sample.name] = sums.get(sample.name, 0.0) + value
-                counts[sample.name] = counts.get(sample.name, 0) + 1
-    for name in _AVERAGED & sums.keys():
-        sums[name] /= counts[name]
-    return sums
-
-
-def _detect(sums: Mapping[str, float]) -> str | None:
-    for kind, keys in _NAMES.items():
-        if any(name in sums for name in (*keys["waiting"], *keys["running"])):
-            return kind
-    return None
-
-
-def _values(sums: Mapping[str, float], kind: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for key, names in _NAMES[kind].items():
-        found = next((sums[name] for name in names if name in sums), None)
-        if found is not None:
-            out[key] = found
-    return out
-
-
-def detect_kind(text: str) -> str | None:
-    """The server kind whose waiting/running gauges appear in ``text``, or None."""
-    return _detect(_sums(text))
-
-
-def parse_exposition(text: str, kind: str) -> dict[str, float]:
-    """Gauge values of one scrape: ``waiting``, ``running`` and extras present in ``text``.
-
-    Values of one metric are summed over its label sets (KV-cache use: averaged over
-    engines and ranks); a missing metric is absent
-    from the result. ``kind="auto"`` detects the kind first (empty result when no
-    known server's gauges appear). Raises ValueError for an unknown kind or a known
-    metric line that does not parse.
-    """
-    _check_kind(kind)
-    sums = _sums(text)
-    found = _detect(sums) if kind == "auto" else kind
-    return {} if found is None else _values(sums, found)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +123,7 @@ class MetricsScraper:
         time_zero_ns: int | None = None, timeout_s: float = 2.0,
         max_samples: int = DEFAULT_MAX_SAMPLES,
     ) -> None:  # fmt: skip
-        _check_kind(kind)
+        check_kind(kind)
         if not interval_s > 0 or not timeout_s > 0:
             raise ValueError("interval_s and timeout_s must be > 0 seconds")
         if max_samples < 1:
@@ -237,7 +136,7 @@ class MetricsScraper:
         self.time_zero_ns = time_zero_ns
         self._data = _Samples(kind=None if kind == "auto" else kind)
         if kind != "auto":
-            self._data.extra = {key: [] for key in _extra_keys(kind)}
+            self._data.extra = {key: [] for key in extra_keys(kind)}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._final = False
@@ -317,11 +216,13 @@ class MetricsScraper:
         try:
             text = self._fetch(client, sent_ns + int(self.timeout_s * 1e9))
             at_ns = (sent_ns + time.perf_counter_ns()) // 2
-            sums = _sums(text)
-            kind = self._data.kind or _detect(sums)
+            if (reason := not_prometheus(text)) is not None:
+                raise _ScrapeError(f"metrics unavailable: /metrics answered {reason}")
+            sums = known_sums(text)
+            kind = self._data.kind or detected_kind(sums)
             if kind is None:
                 raise _ScrapeError("no known server gauges in /metrics (kind unrecognised)")
-            values = _values(sums, kind)
+            values = values_of_kind(sums, kind)
             if "waiting" not in values and "running" not in values:
                 raise _ScrapeError(f"no {kind} waiting/running gauges in /metrics")
         except Exception as exc:  # counted, never raised: scraping must not break a run
@@ -339,7 +240,7 @@ class MetricsScraper:
         data = self._data
         if data.kind is None:
             data.kind = kind
-            data.extra = {key: [] for key in _extra_keys(kind)}
+            data.extra = {key: [] for key in extra_keys(kind)}
         data.scrapes += 1
         data.at_ns.append(at_ns)
         data.waiting.append(values.get("waiting"))
@@ -362,7 +263,3 @@ class MetricsScraper:
                     raise _ScrapeError(f"/metrics took over {self.timeout_s}s")
                 chunks.append(chunk)
         return b"".join(chunks).decode("utf-8", errors="replace")
-
-
-def _extra_keys(kind: str) -> tuple[str, ...]:
-    return tuple(key for key in _NAMES[kind] if key not in ("waiting", "running"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pytest_latency.spec.model import Workload
+from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload.arrivals import arrival_times
 from pytest_latency.workload.datasets import DatasetSampler, output_tokens
 from pytest_latency.workload.plan import Plan, PlannedRequest
@@ -30,12 +30,30 @@ def default_nonce(seed: int) -> str:
     return f"{seed:x}"
 
 
+def _pool(phase: Phase, phase_start: float, episode: int, first_user: int) -> list[Start]:
+    """A closed-loop phase's requests: ``requests_per_user`` for each user, all planned at
+    the phase start (the driver sets each one's send time when its user is free) and
+    numbered round by round, so ids follow the order users send them."""
+    users = phase.users or 0
+    return [
+        Start(phase.name, phase_start, episode, None, first_user + user)
+        for _ in range(phase.requests_per_user)
+        for user in range(users)
+    ]
+
+
 def _starts(workload: Workload) -> list[Start]:
     """Every arrival of every phase and episode, in order (a trace phase's: its lines)."""
     starts: list[Start] = []
+    users = 0  # closed-loop users so far: each has its own number in the plan
     for episode in range(workload.repeat):
         phase_start = workload.episode_start_s(episode)
         for index, phase in enumerate(workload.phases):
+            if phase.closed_loop:
+                starts.extend(_pool(phase, phase_start, episode, users))
+                users += phase.users or 0
+                phase_start += phase.duration_s
+                continue
             # Episode 0 keeps the stream it always had, so plans without repeat never move.
             stream = [workload.seed, _ARRIVALS, index] + ([episode] if episode else [])
             offsets = arrival_times(phase, np.random.default_rng(stream))
@@ -84,6 +102,7 @@ class _Shapes:
             episode=start.episode,
             input_tokens_source=self.shaper.source,
             prefix_blocks=blocks,
+            user=start.user,
         )
 
     def _prompt(self, request_id: int) -> tuple[str, int, int]:

@@ -44,6 +44,8 @@ def arrival_times(phase: Phase, rng: np.random.Generator) -> np.ndarray:
 
     A trace phase's times are its trace's own (``rng`` unused).
     """
+    if phase.closed_loop:
+        raise ValueError(f"phase {phase.name!r} is closed loop: it has no planned send times")
     if phase.trace is not None:
         return np.array([line.offset_s for line in phase.trace.requests], dtype=np.float64)
     if phase.arrival == "ramp":

@@ -29,6 +29,9 @@ class PlannedRequest:
     # Hash ids of the shared-prefix blocks the prompt starts with (a trace's ``hash_ids``,
     # a ``prefix:`` group's blocks); empty when the prompt shares nothing by design.
     prefix_blocks: tuple[int, ...] = ()
+    # A closed-loop phase's user (unique in the plan): the request is sent when that user
+    # is free, and dropped (never offered) if the phase ends first. None: open loop.
+    user: int | None = None
 
     def blank_record(self) -> RequestRecord:
         """The record this request starts with (cancelled, unsent), carrying what the plan

@@ -33,6 +33,7 @@ class Start:
     intended_s: float
     episode: int
     line: TraceRequest | None = None  # a trace phase's line (workload/traces.py)
+    user: int | None = None  # a closed-loop phase's user (unique in the plan)
 
 
 def plan_sessions(

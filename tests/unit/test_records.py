@@ -29,7 +29,7 @@ DOCUMENTED = {
     "itl_max_s", "itl_count", "tpot_s", "queue_wait_s", "prefill_s", "decode_s",
     "after_queue_s", "unattributed_s", "server_source", "input_tokens", "input_tokens_source",
     "max_tokens", "output_tokens", "output_tokens_source", "prompt_tokens", "cached_tokens",
-    "session", "turn",
+    "session", "turn", "ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens",
 }  # fmt: skip
 # Raw server reports: the telemetry join reads them before anything is written.
 NEVER_WRITTEN = {"server_timing", "stream_timings"}
@@ -65,6 +65,10 @@ def every_field_set() -> RequestRecord:
         input_tokens_source="tokenizer",
         prompt_tokens=310,
         cached_tokens=256,
+        ttfo_s=0.4,
+        reasoning_tokens=20,
+        reasoning_s=0.15,
+        chunk_tokens=[1, 1, 1, 1],
         prompt="hello",
         content="world",
     )

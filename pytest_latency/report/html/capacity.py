@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pytest_latency.report.capacity_table import evidence_value
+from pytest_latency.report.html.capacity_chart import capacity_charts
 from pytest_latency.report.html.model import number
 from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import table
@@ -72,7 +73,8 @@ def capacity_section(search: object) -> str:
     rows = [_probe_row(k, probe) for k, probe in enumerate(probes, start=1)]
     evidence = [row for k, probe in enumerate(probes, start=1) for row in _evidence_rows(k, probe)]
     return (
-        f"<h3>Capacity</h3><p>{esc(bracket)}</p>{table(_PROBE_HEAD, rows)}"
+        f"<h3>Capacity</h3><p>{esc(bracket)}</p>{capacity_charts(search)}"
+        f"{table(_PROBE_HEAD, rows)}"
         f"<h4>What each probe verdict rests on</h4>{table(_EVIDENCE_HEAD, evidence)}"
         f'<p class="note">{esc(search.get("assumption", ""))}</p>'
     )

@@ -33,6 +33,7 @@ from pytest_latency.report.html.tables import (
 )
 from pytest_latency.report.html.timeline import over_time
 from pytest_latency.report.html.waterfall import waterfall
+from pytest_latency.report.throughput_table import html_table as throughput_html
 
 VERDICT_ORDER = {"fail": 0, "invalid": 1, "inconclusive": 2, "pass": 3}
 DEFAULT_BOUNDARY = "client, from the planned send time (intended_s), monotonic clock"
@@ -200,6 +201,7 @@ def run_section(index: int, run: ReportRun, cards: Cards) -> str:
         _distributions(run, boundary),
         "<h3>Phases and cohorts</h3>",
         phases_table(run.section("phases")),
+        throughput_html(run.section("phases")),
         cohorts_table(run.section("cohorts")),
         "</section>",
     ]

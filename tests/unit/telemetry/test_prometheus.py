@@ -432,3 +432,15 @@ def test_kv_cache_use_is_averaged_over_data_parallel_ranks_not_summed() -> None:
         f'vllm:kv_cache_usage_perc{{engine="{i}",model_name="m"}} 1.0\n' for i in range(4)
     )
     assert parse_exposition(vllm, "vllm")["kv_cache_usage"] == pytest.approx(1.0)  # not 4
+
+
+def test_a_json_metrics_page_is_metrics_unavailable_with_the_reason() -> None:
+    # A server that answers every GET with JSON (small servers, some gateways).
+    body = b'{"status": "ok", "routes": ["/v1/chat/completions"]}'
+    with _http_server(200, body) as url:
+        series = _run_briefly(url)
+    assert series.scrapes == 0 and series.failures >= 2
+    assert series.last_error == (
+        "metrics unavailable: /metrics answered a JSON body, not Prometheus text"
+    )
+    assert detect_kind(body.decode()) is None  # once an IndexError

@@ -1,0 +1,46 @@
+"""Recognise a plain answer chunk from its bytes, so the hot path need not decode its JSON.
+
+Most payloads of a stream are one shape: one choice whose delta carries non-empty
+``content``, ``finish_reason`` null, no usage, no error. All the timeline needs from
+such a chunk is "an answer token arrived", and ``json.loads`` of it was the largest
+single cost per chunk (docs/performance.md). :func:`plain_answer` says True only when
+the bytes leave no other reading; anything else (usage, errors, finish reasons,
+reasoning, several choices, text completions, content that merely looks odd) returns
+False and is decoded in full by :class:`.sse.StreamState`. A False is never wrong, only
+slower; the tests check that a True never disagrees with the full decoding.
+
+Why a byte search can be trusted here: inside a JSON string every ``"`` is escaped, so
+a quoted key such as ``"content"`` followed by ``:`` cannot occur inside a value. Counting
+``"content"`` and ``"delta"`` (once each) rules out several choices and nested objects
+such as logprobs; the brackets must balance, so a cut-off payload is decoded (and
+refused) in full. What is not checked is full JSON validity of a payload that has the
+plain shape: the first payload of every stream is always decoded (see StreamState),
+so a server that does not speak JSON is still caught there.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A non-empty string value of "content" (an empty one is not a token).
+_CONTENT = re.compile(rb'"content"\s*:\s*"(?!")')
+# Keys the timeline reads, present and not null: the payload needs its full decoding.
+# The possessive ``\s*+`` keeps the lookahead from backtracking past ``: null``.
+_READ_KEYS = re.compile(
+    rb'"(?:usage|timings|reasoning_content|reasoning|finish_reason)"\s*:\s*+(?!null\s*[,}])'
+)
+_FULL_DECODING = (b'"error"', b'"text"')  # error events; text completions
+
+
+def plain_answer(data: bytes) -> bool:
+    """True when ``data`` is one choice's non-empty answer delta and nothing else we read."""
+    if data[:1] != b"{" or data[-1:] != b"}":
+        return False
+    if data.count(b'"delta"') != 1 or data.count(b'"content"') != 1:
+        return False
+    for key in _FULL_DECODING:
+        if key in data:
+            return False
+    if _CONTENT.search(data) is None or _READ_KEYS.search(data) is not None:
+        return False
+    return data.count(b"{") == data.count(b"}") and data.count(b"[") == data.count(b"]")
