@@ -30,6 +30,7 @@ from pytest_latency.spec.model import (
 )
 from pytest_latency.spec.objectives_yaml import parse_objectives, raw_phase_names
 from pytest_latency.spec.phase import parse_stop
+from pytest_latency.spec.plan_scope import scope_problems
 from pytest_latency.spec.sessions import SESSION_KEYS, parse_session_keys
 from pytest_latency.spec.sources_yaml import (
     SOURCE_KEYS,
@@ -329,6 +330,10 @@ def _spec_of(context: _Context, top: _Map) -> SloSpec:
     assert workload is not None
     lines = tuple(top["objectives"].item_lines)
     check_capacity_objectives(context, objectives, lines, capacity is not None)
+    for index, key, problem in scope_problems(workload, objectives):
+        node = top["objectives"][index]
+        context.report(node.key_lines.get(key, node.line), f"objectives[{index}].{key}", problem)
+    context.check_since(mark)
     return SloSpec(
         path=context.path,
         workload=workload,
