@@ -36,7 +36,7 @@ def test_a_phase_typo_given_to_run_up_front_errors_before_the_load_with_a_sugges
 
 def test_plan_checks_phases_before_the_power_check():
     latency = LatencyFixture(_NoLoad(), "test_x.py::test_x")
-    with pytest.raises(SpecError, match="latency.plan: nothing was sent"):
+    with pytest.raises(SpecError, match=r"latency\.plan: nothing was sent"):
         latency.plan(steady(5, 20), objectives=[objective("e2e", p=95, max="2s", phase="burst")])
 
 
