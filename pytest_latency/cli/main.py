@@ -25,6 +25,7 @@ from pytest_latency.cli.judge import (
     write_judgement,
 )
 from pytest_latency.cli.judge import JudgedRun as JudgedRun  # re-exported
+from pytest_latency.cli.selection import add_test_option, paired_comparison, select_runs
 from pytest_latency.records import RunFileError, read_runs
 from pytest_latency.spec.model import SpecError
 from pytest_latency.spec.slo_yaml import load_objectives
@@ -35,7 +36,7 @@ FAIL_ON = ("inconclusive",)  # what --fail-on adds to fail and invalid
 def _judge(arguments: argparse.Namespace) -> int:
     try:
         objectives = load_objectives(arguments.objectives)
-        runs = read_runs(arguments.run)
+        runs = select_runs(read_runs(arguments.run), arguments.test, arguments.run)
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except (SpecError, RunFileError) as error:
         raise UsageError(str(error)) from None
@@ -67,7 +68,7 @@ def _report(arguments: argparse.Namespace) -> int:
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
     try:
-        runs = read_runs(arguments.run)
+        runs = select_runs(read_runs(arguments.run), arguments.test, arguments.run)
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except RunFileError as error:
         raise UsageError(str(error)) from None
@@ -108,6 +109,7 @@ def _add_report(commands: Any) -> None:
         metavar="TEMPLATE",
         help="link trace ids with this {trace_id} URL template (default: the run's own)",
     )
+    add_test_option(report)
 
 
 def _compare(arguments: argparse.Namespace) -> int:
@@ -115,7 +117,6 @@ def _compare(arguments: argparse.Namespace) -> int:
     import shutil
 
     from pytest_latency.analysis.samples import LATENCY_METRICS
-    from pytest_latency.analysis.side_by_side import compare_runs
     from pytest_latency.report.compare_table import format_comparison
 
     metrics = [name.strip() for name in arguments.metrics.split(",") if name.strip()]
@@ -132,14 +133,10 @@ def _compare(arguments: argparse.Namespace) -> int:
         a, b = load_baseline(arguments.a), load_baseline(arguments.b)
     except RunFileError as error:
         raise UsageError(str(error)) from None
-    comparison = compare_runs(a.runs, b.runs, metrics, ps)
-    if not comparison.tests:
-        raise UsageError(
-            f"no test is in both files ({arguments.a}: {', '.join(a.runs) or 'no runs'};"
-            f" {arguments.b}: {', '.join(b.runs) or 'no runs'})"
-        )
+    comparison, pairing = paired_comparison(a, b, metrics, ps, arguments.test)
     width = arguments.width or shutil.get_terminal_size().columns
     print(format_comparison(comparison, width))
+    print("\n".join(pairing))
     return EXIT_OK
 
 
@@ -162,6 +159,7 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument(
         "--width", type=int, metavar="COLUMNS", help="table width (default: the terminal's)"
     )
+    add_test_option(compare)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -203,6 +201,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="VERDICT",
         help="also exit 1 on this verdict: inconclusive (fail and invalid always do)",
     )
+    add_test_option(judge)
     _add_report(commands)
     _add_compare(commands)
     from pytest_latency.cli.images import add_images
