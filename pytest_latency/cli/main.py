@@ -57,13 +57,14 @@ def _judge(arguments: argparse.Namespace) -> int:
 
 
 def _report(arguments: argparse.Namespace) -> int:
-    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md]``: the
-    session's reports, from a file."""
+    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md] [--csv OUT.csv]``:
+    the session's reports, from a file."""
     from pytest_latency.report.html import write_html_from_file
     from pytest_latency.report.markdown import write_markdown_from_file
+    from pytest_latency.report.request_csv import write_csv_from_file
 
-    if arguments.html is None and arguments.markdown is None:
-        raise UsageError("give --html OUT.html, --markdown OUT.md or both")
+    if arguments.html is None and arguments.markdown is None and arguments.csv is None:
+        raise UsageError("give --html OUT.html, --markdown OUT.md, --csv OUT.csv, or several")
     template = arguments.trace_url
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
@@ -75,6 +76,7 @@ def _report(arguments: argparse.Namespace) -> int:
     for path, write, kind in (
         (arguments.html, write_html_from_file, "HTML"),
         (arguments.markdown, write_markdown_from_file, "Markdown"),
+        (arguments.csv, write_csv_from_file, "CSV"),
     ):
         if path is None:
             continue
@@ -89,14 +91,17 @@ def _report(arguments: argparse.Namespace) -> int:
 def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
-        help="render the HTML report or Markdown summary of a --latency-json file",
-        description="Render the reports --latency-html and --latency-markdown write from "
-        "the runs of RUN.json. Exit 0: written; 2: usage error.",
+        help="render the HTML report, Markdown summary or CSV of a --latency-json file",
+        description="Render the reports --latency-html, --latency-markdown and --latency-csv "
+        "write from the runs of RUN.json. Exit 0: written; 2: usage error.",
     )
     report.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
     report.add_argument("--html", type=Path, metavar="OUT.html", help="write the HTML report here")
     report.add_argument(
         "--markdown", type=Path, metavar="OUT.md", help="write the Markdown summary here"
+    )
+    report.add_argument(
+        "--csv", type=Path, metavar="OUT.csv", help="write every request as a CSV row here"
     )
     report.add_argument(
         "--baseline",
