@@ -18,7 +18,12 @@ from pytest_latency.analysis.objectives import (
 )
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.samples import LATENCY_METRICS, metric_samples
-from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
+from pytest_latency.analysis.summary import (
+    SUMMARY_METRICS,
+    SUMMARY_PERCENTILES,
+    PhaseSummary,
+    summarise_phase,
+)
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo
@@ -71,6 +76,8 @@ class LatencyResult:
     # A run extended until decided (analysis/looks.py): its looks and budget. Its
     # objectives are judged at the last look's share of the error budget, as it was.
     until_decided: UntilDecided | None = None
+    # The summary's percentiles (--latency-percentiles); each objective's own is added.
+    summary_percentiles: tuple[float, ...] = SUMMARY_PERCENTILES
 
     @property
     def offered(self) -> int:
@@ -107,9 +114,21 @@ class LatencyResult:
         """One summary per phase, in order: counts, rates and percentiles of each metric."""
         columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
         return [
-            summarise_phase(phase, self.workload.phase_windows(phase.name), columns)
+            summarise_phase(
+                phase, self.workload.phase_windows(phase.name), columns, self.shown_percentiles
+            )
             for phase in self.workload.phases
         ]
+
+    @property
+    def shown_percentiles(self) -> tuple[float, ...]:
+        """The summary's percentiles and each decided latency objective's own, rising."""
+        own = {
+            result.objective.p
+            for result in self.objective_results
+            if result.objective.p is not None and result.objective.metric in SUMMARY_METRICS
+        }
+        return tuple(sorted(set(self.summary_percentiles) | own))
 
     def infrastructure(self) -> InfrastructureFailure | None:
         """Why the run measured no server (it went away, exited, or one error failed

@@ -262,7 +262,6 @@ class LatencySession:
         from pytest_latency.analysis.result import LatencyResult
         from pytest_latency.plugin.gate import enforce
 
-        interrupted = measured.interrupted
         result = LatencyResult(
             test=test,
             server=info,
@@ -271,6 +270,7 @@ class LatencySession:
             started_at_unix=measured.started_at_unix,
             elapsed_s=measured.elapsed_s,
             inconclusive_policy=self.options.inconclusive,
+            summary_percentiles=self.options.percentiles,
             trace_url_template=self.options.trace_url,
             server_join=measured.joined,
             server_metrics=measured.series,
@@ -281,7 +281,7 @@ class LatencySession:
                 workers=measured.workers,
             ),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
-            interrupted=None if interrupted is None else stop_reason(interrupted),
+            interrupted=None if measured.interrupted is None else stop_reason(measured.interrupted),
             until_decided=measured.until_decided,
         )
         result.gate = enforce
