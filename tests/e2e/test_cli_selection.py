@@ -9,7 +9,7 @@ import pytest
 from pytest_latency.cli.main import main
 from pytest_latency.report.json_report import write_json
 from pytest_latency.spec.model import Phase
-from tests.e2e.test_compare_cli import _records
+from tests.helpers.known_runs import scaled_records
 
 STEADY = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))
 ONLY_STEADY = (Phase("steady", rate=10, duration_s=12),)
@@ -20,7 +20,7 @@ def _write(path: Path, runs: dict[str, tuple[tuple[Phase, ...], float]]) -> Path
 
     results = []
     for test, (phases, scale) in runs.items():
-        records = _records(scale)
+        records = scaled_records(scale)
         if len(phases) == 1:
             for record in records:
                 record.phase = "steady"

@@ -12,14 +12,14 @@ from pytest_latency.report.html import render_html, report_runs
 from pytest_latency.report.json_report import run_dict
 from pytest_latency.report.terminal import format_run
 from pytest_latency.spec.model import Phase, objective
-from tests.e2e.test_compare_cli import _records
 from tests.helpers.html_runs import make_result
+from tests.helpers.known_runs import scaled_records
 
 PHASES = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))
 
 
 def _run(chosen: tuple[float, ...]):
-    result = make_result(_records(1.0), PHASES)
+    result = make_result(scaled_records(1.0), PHASES)
     return dataclasses.replace(result, summary_percentiles=chosen)
 
 

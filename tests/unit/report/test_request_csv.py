@@ -12,8 +12,8 @@ from pytest_latency.cli.main import main
 from pytest_latency.report.json_report import write_json
 from pytest_latency.report.request_csv import CsvRun, request_columns, write_requests_csv
 from pytest_latency.spec.model import Phase
-from tests.e2e.test_compare_cli import _records
 from tests.helpers.html_runs import make_result
+from tests.helpers.known_runs import scaled_records
 
 PHASES = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))
 DOCS = Path(__file__).parents[3] / "docs" / "reports.md"
@@ -25,7 +25,7 @@ def _read(path: Path) -> list[dict[str, str]]:
 
 
 def test_every_request_is_one_row_with_its_scalar_fields(tmp_path):
-    records = _records(1.0, failed=3)
+    records = scaled_records(1.0, failed=3)
     path = tmp_path / "requests.csv"
     written = write_requests_csv(path, [CsvRun("t.py::test_chat", "t.py::test_chat", records)])
     rows = _read(path)
@@ -56,7 +56,7 @@ def test_the_header_names_the_columns_and_is_documented(tmp_path):
 
 def test_report_writes_the_csv_of_a_run_file(tmp_path, capsys):
     run_file = tmp_path / "runs.json"
-    write_json(run_file, [make_result(_records(1.0), PHASES, test="t.py::test_a")])
+    write_json(run_file, [make_result(scaled_records(1.0), PHASES, test="t.py::test_a")])
     out = tmp_path / "out.csv"
     assert main(["report", str(run_file), "--csv", str(out)]) == 0
     assert "CSV report:" in capsys.readouterr().out
