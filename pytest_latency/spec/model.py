@@ -230,6 +230,7 @@ class Objective:
     thresholds: tuple[tuple[str, float], ...] = ()  # release gates: see spec_gates.py
     min_value: float | None = None
     after: str | None = None
+    limit_text: str | None = field(default=None, compare=False)  # max as written: "1s"
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
@@ -305,10 +306,11 @@ class Objective:
         if self.metric in gates.GATE_METRICS:
             return gates.gate_label(self)
         if self.metric == "error_rate":
-            return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
+            return f"error_rate <= {self.limit_text or f'{self.max_s or 0.0:.2%}'}{where}"
         if self.max_regression is not None:
             return f"{self.metric} p{self.p:g} <= baseline +{self.max_regression:.0%}{where}"
-        return f"{self.metric} p{self.p:g} <= {(self.max_s or 0.0) * 1e3:g}ms{where}"
+        limit = self.limit_text or f"{(self.max_s or 0.0) * 1e3:g}ms"
+        return f"{self.metric} p{self.p:g} <= {limit}{where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +393,7 @@ def objective(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             min_change_s=limits.min_change_s,
+            limit_text=max.strip() if isinstance(max, str) and limits.max_s is not None else None,
         )
     except SpecError as error:
         raise error.with_traceback(None) from None

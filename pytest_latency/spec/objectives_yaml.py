@@ -77,6 +77,7 @@ def _parse_objective(
             min_change_s=values.get("min_change") or 0.0,
             input_tokens=values.get("input_tokens"),
             output_tokens=values.get("output_tokens"),
+            limit_text=node["max"].strip() if isinstance(node.get("max"), str) else None,
         ),
     )
 

@@ -115,3 +115,21 @@ def test_a_python_objective_error_shows_no_internal_frame():
     ]
     assert internal == []
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_limits_are_echoed_as_written(tmp_path):
+    assert objective("ttft", p=95, max="1s").label == "ttft p95 <= 1s"
+    assert (
+        objective("e2e", p=99, max=" 1500ms ", phase="burst").label == "e2e p99 <= 1500ms [burst]"
+    )
+    assert objective("error_rate", max="0.5%").label == "error_rate <= 0.5%"
+    # Numbers in unit-named keywords have no text: the label says milliseconds.
+    assert objective("ttft", p=95, max_s=1.0).label == "ttft p95 <= 1000ms"
+    assert objective("ttft", p=95, max="1s") == objective("ttft", p=95, max_s=1.0)
+    path = tmp_path / "echo.slo.yaml"
+    path.write_text(
+        "workload: {phases: [{name: steady, rate: 5, duration: 30s}]}\n"
+        "objectives:\n  - {metric: ttft, p: 95, max: 1s}\n  - {metric: error_rate, max: 1%}\n"
+    )
+    labels = [goal.label for goal in load_slo_file(path).objectives]
+    assert labels == ["ttft p95 <= 1s", "error_rate <= 1%"]
