@@ -90,7 +90,12 @@ class LatencyResult:
             return list(self.records)
         if phase not in {p.name for p in self.workload.phases}:
             known = ", ".join(p.name for p in self.workload.phases)
-            raise SpecError(f"unknown phase {phase!r}; this run has: {known}")
+            raise SpecError(
+                f"unknown phase {phase!r}; this run has: {known}"
+                + check.did_you_mean(phase, [p.name for p in self.workload.phases])
+                + " (give the objectives to latency.run(..., objectives=...) to check them"
+                " before the load)"
+            )
         return [record for record in self.records if record.phase == phase]
 
     def scoped(self, objective: Objective) -> list[RequestRecord]:
