@@ -30,11 +30,12 @@ class ScopeProblem(NamedTuple):
 
 def _planned_tokens(workload: Workload, name: str) -> tuple[int, int] | None:
     """The token lengths the plan asks for, where the workload alone says (else None)."""
+    if workload.prompts is not None or any(p.trace for p in workload.phases):
+        return None  # a trace or dataset line carries its own lengths
     if name == "output_tokens":
         return (1, workload.output_tokens)  # a cap: a server may stop before it
-    data_driven = workload.prompts is not None or any(p.trace for p in workload.phases)
-    if data_driven or workload.prefix is not None or workload.sessions is not None:
-        return None  # lengths come from files or grow with shared prefixes and turns
+    if workload.prefix is not None or workload.sessions is not None:
+        return None  # inputs grow with shared prefixes and turns
     return workload.input_tokens
 
 

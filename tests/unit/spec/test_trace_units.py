@@ -91,3 +91,14 @@ def test_a_yaml_seconds_trace_names_the_file_key_column_and_time_unit(tmp_path):
     assert (caught.value.line, caught.value.key) == (3, "workload.phases[0].file")
     assert "trace.csv:2: timestamp:" in caught.value.problem
     assert "time_unit: s" in caught.value.problem
+
+
+def test_a_trace_phase_cohort_is_not_checked_against_the_workload_caps(tmp_path):
+    # The trace's lines carry their own lengths (100 in, 20 out), not the workload's.
+    from pytest_latency.spec.model import Workload, objective
+    from pytest_latency.spec.plan_scope import scope_problems
+
+    phase = trace_phase(_csv(tmp_path, SECONDS), time_unit="s")
+    workload = Workload(phases=(phase,), input_tokens=(500, 600), output_tokens=4)
+    goal = objective("ttft", p=50, max="1s", input_tokens=(50, 150), output_tokens=(10, 30))
+    assert scope_problems(workload, [goal]) == []
