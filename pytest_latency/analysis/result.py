@@ -18,7 +18,12 @@ from pytest_latency.analysis.objectives import (
 )
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
 from pytest_latency.analysis.samples import LATENCY_METRICS, metric_samples
-from pytest_latency.analysis.summary import PhaseSummary, summarise_phase
+from pytest_latency.analysis.summary import (
+    SUMMARY_METRICS,
+    SUMMARY_PERCENTILES,
+    PhaseSummary,
+    summarise_phase,
+)
 from pytest_latency.analysis.throughput import phase_throughput
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.records import RequestRecord
@@ -72,6 +77,8 @@ class LatencyResult:
     # A run extended until decided (analysis/looks.py): its looks and budget. Its
     # objectives are judged at the last look's share of the error budget, as it was.
     until_decided: UntilDecided | None = None
+    # The summary's percentiles (--latency-percentiles); each objective's own is added.
+    summary_percentiles: tuple[float, ...] = SUMMARY_PERCENTILES
 
     @property
     def offered(self) -> int:
@@ -84,7 +91,12 @@ class LatencyResult:
             return list(self.records)
         if phase not in {p.name for p in self.workload.phases}:
             known = ", ".join(p.name for p in self.workload.phases)
-            raise SpecError(f"unknown phase {phase!r}; this run has: {known}")
+            raise SpecError(
+                f"unknown phase {phase!r}; this run has: {known}"
+                + check.did_you_mean(phase, [p.name for p in self.workload.phases])
+                + " (give the objectives to latency.run(..., objectives=...) to check them"
+                " before the load)"
+            )
         return [record for record in self.records if record.phase == phase]
 
     def scoped(self, objective: Objective) -> list[RequestRecord]:
@@ -111,8 +123,20 @@ class LatencyResult:
         for phase in self.workload.phases:
             windows = self.workload.phase_windows(phase.name)
             throughput = phase_throughput(self.phase_records(phase.name), windows)
-            summaries.append(summarise_phase(phase, windows, columns, throughput))
+            summaries.append(
+                summarise_phase(phase, windows, columns, throughput, self.shown_percentiles)
+            )
         return summaries
+
+    @property
+    def shown_percentiles(self) -> tuple[float, ...]:
+        """The summary's percentiles and each decided latency objective's own, rising."""
+        own = {
+            result.objective.p
+            for result in self.objective_results
+            if result.objective.p is not None and result.objective.metric in SUMMARY_METRICS
+        }
+        return tuple(sorted(set(self.summary_percentiles) | own))
 
     def infrastructure(self) -> InfrastructureFailure | None:
         """Why the run measured no server (it went away, exited, or one error failed

@@ -63,10 +63,12 @@ def summarise_phase(
     windows: Sequence[tuple[float, float]],
     columns: Columns,
     throughput: Throughput | None = None,
+    ps: Sequence[float] = SUMMARY_PERCENTILES,
 ) -> PhaseSummary:
     """Summarise one phase from the run's columns; ``windows`` are its (start, end) spans.
 
-    A phase repeated over several episodes has one window per episode.
+    A phase repeated over several episodes has one window per episode. ``ps``: the
+    percentiles of each metric (``--latency-percentiles``, and the objectives' own).
     """
     mask = columns.in_phase(phase.name)
     offered = int(mask.sum())
@@ -93,13 +95,7 @@ def summarise_phase(
         duration_s=phase.duration_s * len(windows),
         statuses=columns.status_counts(mask),
         percentiles={
-            metric: dict(
-                zip(
-                    SUMMARY_PERCENTILES,
-                    percentiles(samples[metric], SUMMARY_PERCENTILES),
-                    strict=True,
-                )
-            )
+            metric: dict(zip(ps, percentiles(samples[metric], ps), strict=True))
             for metric in SUMMARY_METRICS
         },
         throughput=throughput,

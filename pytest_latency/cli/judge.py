@@ -26,6 +26,7 @@ from pytest_latency.errors import BaselineKeyError, SpecError
 from pytest_latency.records import RequestRecord, StoredRun, write_runs
 from pytest_latency.report.evidence import format_estimate
 from pytest_latency.report.json_report import objective_dict
+from pytest_latency.spec.checks import did_you_mean
 from pytest_latency.spec.model import Objective, Phase, Workload
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -81,6 +82,8 @@ def check_phases(run: StoredRun, objectives: Sequence[Objective]) -> None:
             raise UsageError(
                 f"{objective.label}: unknown phase {objective.phase!r};"
                 f" run {run.test!r} has: {', '.join(phases) or 'no phases'}"
+                + did_you_mean(objective.phase, phases)
+                + " (judge only some runs with --test PATTERN)"
             )
 
 

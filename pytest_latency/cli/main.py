@@ -25,6 +25,7 @@ from pytest_latency.cli.judge import (
     write_judgement,
 )
 from pytest_latency.cli.judge import JudgedRun as JudgedRun  # re-exported
+from pytest_latency.cli.selection import add_test_option, paired_comparison, select_runs
 from pytest_latency.records import RunFileError, read_runs
 from pytest_latency.spec.model import SpecError
 from pytest_latency.spec.slo_yaml import load_objectives
@@ -35,7 +36,7 @@ FAIL_ON = ("inconclusive",)  # what --fail-on adds to fail and invalid
 def _judge(arguments: argparse.Namespace) -> int:
     try:
         objectives = load_objectives(arguments.objectives)
-        runs = read_runs(arguments.run)
+        runs = select_runs(read_runs(arguments.run), arguments.test, arguments.run)
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except (SpecError, RunFileError) as error:
         raise UsageError(str(error)) from None
@@ -56,24 +57,26 @@ def _judge(arguments: argparse.Namespace) -> int:
 
 
 def _report(arguments: argparse.Namespace) -> int:
-    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md]``: the
-    session's reports, from a file."""
+    """``pytest-latency report RUN.json --html OUT.html [--markdown OUT.md] [--csv OUT.csv]``:
+    the session's reports, from a file."""
     from pytest_latency.report.html import write_html_from_file
     from pytest_latency.report.markdown import write_markdown_from_file
+    from pytest_latency.report.request_csv import write_csv_from_file
 
-    if arguments.html is None and arguments.markdown is None:
-        raise UsageError("give --html OUT.html, --markdown OUT.md or both")
+    if arguments.html is None and arguments.markdown is None and arguments.csv is None:
+        raise UsageError("give --html OUT.html, --markdown OUT.md, --csv OUT.csv, or several")
     template = arguments.trace_url
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
     try:
-        runs = read_runs(arguments.run)
+        runs = select_runs(read_runs(arguments.run), arguments.test, arguments.run)
         baseline = load_baseline(arguments.baseline) if arguments.baseline else None
     except RunFileError as error:
         raise UsageError(str(error)) from None
     for path, write, kind in (
         (arguments.html, write_html_from_file, "HTML"),
         (arguments.markdown, write_markdown_from_file, "Markdown"),
+        (arguments.csv, write_csv_from_file, "CSV"),
     ):
         if path is None:
             continue
@@ -88,14 +91,17 @@ def _report(arguments: argparse.Namespace) -> int:
 def _add_report(commands: Any) -> None:
     report = commands.add_parser(
         "report",
-        help="render the HTML report or Markdown summary of a --latency-json file",
-        description="Render the reports --latency-html and --latency-markdown write from "
-        "the runs of RUN.json. Exit 0: written; 2: usage error.",
+        help="render the HTML report, Markdown summary or CSV of a --latency-json file",
+        description="Render the reports --latency-html, --latency-markdown and --latency-csv "
+        "write from the runs of RUN.json. Exit 0: written; 2: usage error.",
     )
     report.add_argument("run", type=Path, metavar="RUN.json", help="a --latency-json file")
     report.add_argument("--html", type=Path, metavar="OUT.html", help="write the HTML report here")
     report.add_argument(
         "--markdown", type=Path, metavar="OUT.md", help="write the Markdown summary here"
+    )
+    report.add_argument(
+        "--csv", type=Path, metavar="OUT.csv", help="write every request as a CSV row here"
     )
     report.add_argument(
         "--baseline",
@@ -108,6 +114,7 @@ def _add_report(commands: Any) -> None:
         metavar="TEMPLATE",
         help="link trace ids with this {trace_id} URL template (default: the run's own)",
     )
+    add_test_option(report)
 
 
 def _compare(arguments: argparse.Namespace) -> int:
@@ -121,7 +128,6 @@ def _compare(arguments: argparse.Namespace) -> int:
         raise UsageError("give two files, A.json B.json (or --as vllm|aiperf RUN.json)")
 
     from pytest_latency.analysis.samples import LATENCY_METRICS
-    from pytest_latency.analysis.side_by_side import compare_runs
     from pytest_latency.report.compare_table import format_comparison
 
     metrics = [name.strip() for name in arguments.metrics.split(",") if name.strip()]
@@ -138,14 +144,10 @@ def _compare(arguments: argparse.Namespace) -> int:
         a, b = load_baseline(arguments.a), load_baseline(arguments.b)
     except RunFileError as error:
         raise UsageError(str(error)) from None
-    comparison = compare_runs(a.runs, b.runs, metrics, ps)
-    if not comparison.tests:
-        raise UsageError(
-            f"no test is in both files ({arguments.a}: {', '.join(a.runs) or 'no runs'};"
-            f" {arguments.b}: {', '.join(b.runs) or 'no runs'})"
-        )
+    comparison, pairing = paired_comparison(a, b, metrics, ps, arguments.test)
     width = arguments.width or shutil.get_terminal_size().columns
     print(format_comparison(comparison, width))
+    print("\n".join(pairing))
     return EXIT_OK
 
 
@@ -193,6 +195,7 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument(
         "--width", type=int, metavar="COLUMNS", help="table width (default: the terminal's)"
     )
+    add_test_option(compare)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -234,6 +237,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="VERDICT",
         help="also exit 1 on this verdict: inconclusive (fail and invalid always do)",
     )
+    add_test_option(judge)
     _add_report(commands)
     _add_compare(commands)
     from pytest_latency.cli.images import add_images

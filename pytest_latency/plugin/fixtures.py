@@ -16,6 +16,7 @@ from pytest_latency.errors import ServerStartError, UndecidablePlan
 from pytest_latency.plugin.session import SESSION_KEY, LatencySession
 from pytest_latency.servers import ServerInfo
 from pytest_latency.spec.model import Objective, Phase, ServerSpec, SpecError, Workload
+from pytest_latency.spec.plan_scope import check_scopes
 
 if TYPE_CHECKING:
     from pytest_latency.analysis.planning import ObjectivePower
@@ -73,6 +74,7 @@ class LatencyFixture:
         """
         __tracebackhide__ = True
         workload = _workload(phases, workload, workload_options)
+        check_scopes(workload, objectives, "latency.run")  # before any load is sent
         return self._session.run(
             workload,
             test=self._nodeid,
@@ -143,6 +145,7 @@ class LatencyFixture:
         """
         __tracebackhide__ = True
         workload = _workload(phases, workload, workload_options)
+        check_scopes(workload, objectives, "latency.plan")
         return self._session.check_plan(workload, objectives, test=self._nodeid)
 
     def compare(

@@ -19,14 +19,19 @@ from typing import TypeVar
 import pytest
 
 from pytest_latency._units import parse_duration
+from pytest_latency.plugin.option_values import (
+    DEFAULT_PERCENTILES,
+    count,
+    listen_address,
+    parse_seed,
+    percentile_list,
+    positive_duration,
+    trace_url,
+)
 from pytest_latency.plugin.sizes import parse_size
 from pytest_latency.servers.kinds import CONTAINER_KINDS, KindLookup, is_known, unknown_kind
 from pytest_latency.spec.model import ServerSpec, parse_gpus
-from pytest_latency.telemetry.settings import (
-    DEFAULT_GRACE_S,
-    DEFAULT_METRICS_INTERVAL_S,
-    parse_listen_address,
-)
+from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, DEFAULT_METRICS_INTERVAL_S
 
 _T = TypeVar("_T")
 INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
@@ -69,6 +74,12 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag("json", "write every run (phases, objectives, requests) as JSON to PATH", "PATH"),
     _Flag("html", "write an HTML report to PATH", "PATH"),
+    _Flag("csv", "write every request as a row of a CSV file to PATH (docs/reports.md)", "PATH"),
+    _Flag(
+        "percentiles",
+        "the percentiles the summary, JSON and HTML show (default 50,95,99)",
+        "LIST",
+    ),
     _Flag(
         "markdown",
         "write a Markdown summary (verdicts, slowest requests, diagnosis) to PATH; "
@@ -198,6 +209,8 @@ class LatencyOptions:
     ray_address: str | None = None
     ray_workers: int | None = None
     until_decided_s: float | None = None  # default until_decided budget (None: off)
+    csv_path: Path | None = None
+    percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -281,22 +294,26 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         model=model,
         json_path=_parsed("json", text("json"), Path),
         html_path=_parsed("html", text("html"), Path),
+        csv_path=_parsed("csv", text("csv"), Path),
+        percentiles=_parsed_or(
+            "percentiles", text("percentiles"), percentile_list, DEFAULT_PERCENTILES
+        ),
         markdown_path=_parsed("markdown", text("markdown"), Path),
-        otlp_receiver=_parsed("otlp-receiver", text("otlp-receiver"), _listen_address),
+        otlp_receiver=_parsed("otlp-receiver", text("otlp-receiver"), listen_address),
         otlp_endpoint=text("otlp-endpoint"),
         otlp_grace_s=_parsed_or("otlp-grace", text("otlp-grace"), parse_duration, DEFAULT_GRACE_S),
         max_lag_s=_parsed_or("max-lag", text("max-lag"), parse_duration, DEFAULT_MAX_LAG_S),
         metrics_interval_s=_parsed_or(
             "metrics-interval", text("metrics-interval"), parse_duration, DEFAULT_METRICS_INTERVAL_S
         ),
-        trace_url=_parsed("trace-url", text("trace-url"), _trace_url),
+        trace_url=_parsed("trace-url", text("trace-url"), trace_url),
         baseline=_parsed("baseline", text("baseline"), Path),
         save_baseline=_parsed("save-baseline", text("save-baseline"), Path),
-        baseline_history=_parsed_or("baseline-history", text("baseline-history"), _count, 1),
+        baseline_history=_parsed_or("baseline-history", text("baseline-history"), count, 1),
         allow_baseline_mismatch=bool(_raw(config, "allow-baseline-mismatch")),
         error_control=_choice("error-control", text("error-control") or "test", ERROR_CONTROLS),
-        seed=_parsed("seed", text("seed"), _parse_seed),
-        workers=_parsed_or("workers", text("workers"), _count, 1),
+        seed=_parsed("seed", text("seed"), parse_seed),
+        workers=_parsed_or("workers", text("workers"), count, 1),
         image=text("image"),
         gpus=_parsed("gpus", text("gpus"), parse_gpus),
         inconclusive=_choice("inconclusive", text("inconclusive") or "warn", INCONCLUSIVE_POLICIES),
@@ -307,7 +324,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         max_body_bytes=_size("max-body-bytes", text("max-body-bytes"), DEFAULT_MAX_BODY_BYTES),
         ray_address=ray_address,
         ray_workers=ray_workers,
-        until_decided_s=_parsed("until-decided", text("until-decided"), _positive_duration),
+        until_decided_s=_parsed("until-decided", text("until-decided"), positive_duration),
     )
 
 
@@ -327,7 +344,7 @@ def _ray_options(
             f"--latency-workers {local_workers!r}: with --latency-ray the load comes from "
             "Ray actors; set their number with --latency-ray-workers"
         )
-    return address, _parsed("ray-workers", workers, _count)
+    return address, _parsed("ray-workers", workers, count)
 
 
 def parse_ray_address(value: str) -> str:
@@ -357,39 +374,6 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _positive_duration(value: str) -> float:
-    seconds = parse_duration(value)
-    if seconds <= 0:
-        raise ValueError("must be longer than 0s")
-    return seconds
-
-
 def _size(name: str, value: str | None, default: int) -> int:
     ceiling = MAX_LINE_BYTES_CEILING if name == "max-line-bytes" else MAX_BODY_BYTES_CEILING
     return _parsed_or(name, value, functools.partial(parse_size, maximum=ceiling), default)
-
-
-def _parse_seed(value: str) -> int:
-    seed = int(value)
-    if not 0 <= seed < 2**63:  # spec.MAX_SEED
-        raise ValueError("a seed must be an integer in 0..2**63-1")
-    return seed
-
-
-def _count(value: str) -> int:
-    count = int(value)
-    if count < 1:
-        raise ValueError("must be an integer >= 1")
-    return count
-
-
-def _listen_address(value: str) -> str:
-    """``HOST:PORT`` to listen on, checked and kept as written."""
-    parse_listen_address(value)
-    return value
-
-
-def _trace_url(value: str) -> str:
-    if "{trace_id}" not in value:
-        raise ValueError("must contain {trace_id}")
-    return value

@@ -1,5 +1,5 @@
-"""The session's files: ``--latency-json``, ``--latency-html``, ``--latency-markdown``
-(and ``$GITHUB_STEP_SUMMARY``), and ``--latency-save-baseline``.
+"""The session's files: ``--latency-json``, ``--latency-html``, ``--latency-csv``,
+``--latency-markdown`` (and ``$GITHUB_STEP_SUMMARY``), and ``--latency-save-baseline``.
 
 Their paths are checked when pytest configures (:func:`path_problem`), so a typo costs
 no load run; they are written when the session finishes (:func:`write_session_files`),
@@ -30,6 +30,7 @@ def output_paths_problem(options: LatencyOptions) -> str | None:
         ("--latency-json", options.json_path),
         ("--latency-save-baseline", options.save_baseline),
         ("--latency-html", options.html_path),
+        ("--latency-csv", options.csv_path),
         ("--latency-markdown", options.markdown_path),
     ):
         problem = path_problem(path) if path is not None else None
@@ -94,6 +95,7 @@ def write_session_files(session: LatencySession) -> tuple[list[str], bool]:
     for what, path, write in (
         ("JSON", options.json_path, _write_json),
         ("HTML", options.html_path, _write_html),
+        ("CSV", options.csv_path, _write_csv),
     ):
         if path is None:
             continue
@@ -131,6 +133,14 @@ def _write_html(path: Path, session: LatencySession) -> None:
     from pytest_latency.report.html import write_html
 
     write_html(path, session.runs)
+
+
+def _write_csv(path: Path, session: LatencySession) -> None:
+    from pytest_latency.report.request_csv import CsvRun, write_requests_csv
+
+    write_requests_csv(
+        path, (CsvRun(run.test, run.baseline_key, run.records) for run in session.runs)
+    )
 
 
 def _write_markdown(path: Path | None, session: LatencySession) -> None:

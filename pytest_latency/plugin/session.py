@@ -261,7 +261,6 @@ class LatencySession:
         from pytest_latency.analysis.result import LatencyResult
         from pytest_latency.plugin.gate import enforce
 
-        interrupted = measured.interrupted
         result = LatencyResult(
             test=test,
             server=info,
@@ -270,12 +269,13 @@ class LatencySession:
             started_at_unix=measured.started_at_unix,
             elapsed_s=measured.elapsed_s,
             inconclusive_policy=self.options.inconclusive,
+            summary_percentiles=self.options.percentiles,
             trace_url_template=self.options.trace_url,
             server_join=measured.joined,
             server_metrics=measured.series,
             health=measured.health(self.options.max_lag_s),
             server_exit=info.exit_problem() if info.exit_problem is not None else None,
-            interrupted=None if interrupted is None else stop_reason(interrupted),
+            interrupted=None if measured.interrupted is None else stop_reason(measured.interrupted),
             until_decided=measured.until_decided,
         )
         result.gate = enforce

@@ -148,6 +148,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "reason": result.reason,
         "warnings": list(result.warnings),
         **gate_fields(result.objective),
+        **({"limit_text": result.objective.limit_text} if result.objective.limit_text else {}),
     }
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
-from pytest_latency.analysis.summary import SUMMARY_METRICS, SUMMARY_PERCENTILES, PhaseSummary
+from pytest_latency.analysis.summary import SUMMARY_METRICS, PhaseSummary
 
 RATE_LEGEND = (
     "rates: target/s is the spec's rate; planned/s the rate this run's plan drew (Poisson "
@@ -39,8 +39,14 @@ def _load_cells(summary: PhaseSummary) -> tuple[str, ...]:
     )
 
 
-def _latency_cell(summary: PhaseSummary, metric: str) -> str:
-    return "/".join(format_seconds(summary.percentiles[metric][p]) for p in SUMMARY_PERCENTILES)
+def _shown(summaries: Sequence[PhaseSummary]) -> list[float]:
+    """The percentiles the summaries hold (one set per run), rising."""
+    return sorted({p for summary in summaries for p in summary.percentiles.get("ttft", {})})
+
+
+def _latency_cell(summary: PhaseSummary, metric: str, ps: Sequence[float]) -> str:
+    values = summary.percentiles[metric]
+    return "/".join(format_seconds(values[p]) if p in values else "-" for p in ps)
 
 
 def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
@@ -57,14 +63,15 @@ def _table(rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
 
 
 def wide_table(summaries: Sequence[PhaseSummary]) -> list[str]:
-    """One row per phase: load columns, then each metric's p50/p95/p99."""
-    quantiles = "/".join(f"p{p:g}" for p in SUMMARY_PERCENTILES)
+    """One row per phase: load columns, then each metric's percentiles (p50/p95/p99)."""
+    ps = _shown(summaries)
+    quantiles = "/".join(f"p{p:g}" for p in ps)
     header = ["phase", *_LOAD_HEADS, *(f"{metric} {quantiles}" for metric in SUMMARY_METRICS)]
     rows = [
         [
             summary.name,
             *_load_cells(summary),
-            *(_latency_cell(summary, metric) for metric in SUMMARY_METRICS),
+            *(_latency_cell(summary, metric, ps) for metric in SUMMARY_METRICS),
         ]
         for summary in summaries
     ]
@@ -76,11 +83,12 @@ def compact_tables(summaries: Sequence[PhaseSummary]) -> list[str]:
     load = _table([["phase", *_LOAD_HEADS], *(
         [summary.name, *_load_cells(summary)] for summary in summaries
     )])  # fmt: skip
-    header = ["phase", "metric", *(f"p{p:g}" for p in SUMMARY_PERCENTILES)]
+    ps = _shown(summaries)
+    header = ["phase", "metric", *(f"p{p:g}" for p in ps)]
     rows = []
     for summary in summaries:
         for index, metric in enumerate(SUMMARY_METRICS):
-            values = [format_seconds(summary.percentiles[metric][p]) for p in SUMMARY_PERCENTILES]
+            values = _latency_cell(summary, metric, ps).split("/")
             rows.append([summary.name if index == 0 else "", metric, *values])
     return [*load, *_table([header, *rows], left=2)]
 

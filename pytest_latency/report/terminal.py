@@ -19,6 +19,7 @@ from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE
 from pytest_latency.driver.worker_clocks import describe_workers
 from pytest_latency.report.capacity_table import capacity_lines
+from pytest_latency.report.confidence_note import confidence_note
 from pytest_latency.report.evidence import verdict_text
 from pytest_latency.report.tables import RATE_LEGEND, phase_tables
 from pytest_latency.report.wrapping import wrap
@@ -40,6 +41,8 @@ def format_summary(runs: Sequence[LatencyResult], width: int) -> list[str]:
         diagnosed = diagnosed or bool(findings)
     if diagnosed:
         lines.extend(wrap("diagnosis: " + CAVEAT, width))
+    if (note := confidence_note(runs)) is not None:  # once per summary
+        lines.extend(wrap(note, width, hanging="    "))
     return lines
 
 

@@ -8,10 +8,11 @@ finite and inside their bounds; ``bool`` is never a number.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_latency._units import parse_duration
 from pytest_latency.errors import SpecError
@@ -142,9 +143,27 @@ def token_range(
 def choice(field: str, value: object, allowed: tuple[str, ...], *, what: str = "") -> str:
     if not isinstance(value, str) or value not in allowed:
         raise FieldError(
-            field, f"{what or field} must be one of {', '.join(allowed)}, got {shown(value)}"
+            field,
+            f"{what or field} must be one of {', '.join(allowed)}, got {shown(value)}"
+            + did_you_mean(value, allowed),
         )
     return value
+
+
+def did_you_mean(name: object, choices: Iterable[str]) -> str:
+    """``"; did you mean 'phase'?"`` for the closest choice (difflib), or "" if none is close."""
+    if not isinstance(name, str):
+        return ""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def unknown_phase(name: object, phases: Iterable[str]) -> str:
+    """The problem of a phase name the plan does not have, with the closest one."""
+    names = sorted(phases)
+    return f"unknown phase {name!r}; the workload has: {', '.join(names)}" + did_you_mean(
+        name, names
+    )
 
 
 # YAML scalars: conversions that raise ValueError, which the loader reports at the key.

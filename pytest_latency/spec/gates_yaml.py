@@ -64,7 +64,7 @@ def gate_objective(
             raise context.fail(
                 node.key_lines[name],
                 f"{key}.{name}",
-                f"unknown phase {node[name]!r}; the workload has: {', '.join(sorted(phases))}",
+                check.unknown_phase(node[name], phases),
             )
     if metric == "recovery":
         return _recovery(context, node, key)

@@ -223,6 +223,7 @@ class Objective:
     thresholds: tuple[tuple[str, float], ...] = ()  # release gates: see spec_gates.py
     min_value: float | None = None
     after: str | None = None
+    limit_text: str | None = field(default=None, compare=False)  # max as written: "1s"
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
@@ -298,10 +299,11 @@ class Objective:
         if self.metric in gates.GATE_METRICS:
             return gates.gate_label(self)
         if self.metric == "error_rate":
-            return f"error_rate <= {self.max_s or 0.0:.2%}{where}"
+            return f"error_rate <= {self.limit_text or f'{self.max_s or 0.0:.2%}'}{where}"
         if self.max_regression is not None:
             return f"{self.metric} p{self.p:g} <= baseline +{self.max_regression:.0%}{where}"
-        return f"{self.metric} p{self.p:g} <= {(self.max_s or 0.0) * 1e3:g}ms{where}"
+        limit = self.limit_text or f"{(self.max_s or 0.0) * 1e3:g}ms"
+        return f"{self.metric} p{self.p:g} <= {limit}{where}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,36 +360,33 @@ def objective(
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
-    Give one limit. ``max`` is a string with its unit: a duration (``"700ms"``, ``"2s"``)
-    for latency metrics, a percentage (``"1%"``) for ``error_rate``. To pass numbers,
-    name the unit in the keyword instead: ``max_s=0.7`` or ``max_ms=700``, and
-    ``max_fraction=0.01`` for ``error_rate``. A bare number in ``max`` is a SpecError
-    showing the fix. ``max_regression`` is a percentage against the baseline
-    (``"10%"``), and ``min_change`` (or ``min_change_s``) an absolute floor on a relative
-    regression (``"2ms"``; default none). ``p`` is a percentile: 95, not 0.95.
-    """
-    check.choice("metric", metric, METRICS, what="objective metric")
-    if (gate_fields := gates.gate_objective_fields(metric, max, max_s, max_ms, gate)) is not None:
-        return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
-    limits = objective_limits(
-        metric,
-        {
-            "max": max,
-            "max_s": max_s,
-            "max_ms": max_ms,
-            "max_fraction": max_fraction,
-            "max_regression": max_regression,
-            "min_change": min_change,
-            "min_change_s": min_change_s,
-        },
-    )
-    return Objective(
-        metric=cast(Metric, metric),  # validated in __post_init__
-        max_s=limits.max_s,
-        p=p,
-        phase=phase,
-        max_regression=limits.max_regression,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        min_change_s=limits.min_change_s,
-    )
+    One limit: ``max`` with its unit, a duration (``"700ms"``) or for ``error_rate`` a
+    percentage (``"1%"``); or numbers with the unit in the keyword: ``max_s=0.7``,
+    ``max_ms=700``, ``max_fraction=0.01``. A bare number in ``max`` is a SpecError with
+    the fix. ``max_regression``: a percentage against the baseline (``"10%"``), with
+    ``min_change`` (or ``min_change_s``) an absolute floor (``"2ms"``; default none).
+    ``p`` is a percentile: 95, not 0.95. A SpecError is raised from here, not from the
+    checks inside, so a traceback shows the caller's line."""
+    try:
+        check.choice("metric", metric, METRICS, what="objective metric")
+        gate_fields = gates.gate_objective_fields(metric, max, max_s, max_ms, gate)
+        if gate_fields is not None:
+            return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
+        limits = objective_limits(
+            metric,
+            dict(max=max, max_s=max_s, max_ms=max_ms, max_fraction=max_fraction)
+            | dict(max_regression=max_regression, min_change=min_change, min_change_s=min_change_s),
+        )
+        return Objective(
+            metric=cast(Metric, metric),  # validated in __post_init__
+            max_s=limits.max_s,
+            p=p,
+            phase=phase,
+            max_regression=limits.max_regression,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            min_change_s=limits.min_change_s,
+            limit_text=max.strip() if isinstance(max, str) and limits.max_s is not None else None,
+        )
+    except SpecError as error:
+        raise error.with_traceback(None) from None

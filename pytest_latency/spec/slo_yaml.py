@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 import yaml
 
-from pytest_latency._units import parse_duration, parse_fraction
+from pytest_latency._units import parse_duration
 from pytest_latency.keys import check_id
 from pytest_latency.spec import checks as check
 from pytest_latency.spec.capacity import (
@@ -20,19 +20,18 @@ from pytest_latency.spec.capacity import (
     workload_without_phases,
 )
 from pytest_latency.spec.concurrent_yaml import parse_concurrent_phase
-from pytest_latency.spec.gates_yaml import GATE_ONLY_KEYS, gate_objective
-from pytest_latency.spec.limits_yaml import latency_duration, parse_limit
 from pytest_latency.spec.model import (
     ARRIVALS,
     Arrival,
-    Metric,
     Objective,
     Phase,
     ServerSpec,
     Workload,
     parse_gpus,
 )
+from pytest_latency.spec.objectives_yaml import parse_objectives, raw_phase_names
 from pytest_latency.spec.phase import parse_stop
+from pytest_latency.spec.plan_scope import scope_problems
 from pytest_latency.spec.sessions import SESSION_KEYS, parse_session_keys
 from pytest_latency.spec.sources_yaml import (
     SOURCE_KEYS,
@@ -65,7 +64,10 @@ class SloSpec:
 
 def _arrival(value: Any) -> Arrival:
     if value not in ARRIVALS:
-        raise ValueError(f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}")
+        raise ValueError(
+            f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}"
+            + check.did_you_mean(value, ARRIVALS)
+        )
     return cast(Arrival, value)
 
 
@@ -87,18 +89,6 @@ _WORKLOAD_KEYS = (
     *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
     *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
 )
-_OBJECTIVE_KEYS = (
-    "metric",
-    "p",
-    "max",
-    "max_fraction",
-    "max_regression",
-    "min_change",
-    "phase",
-    "input_tokens",
-    "output_tokens",
-    *GATE_ONLY_KEYS,  # release gates: spec_gates_yaml.py
-)
 _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
 
@@ -108,8 +98,10 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
         return parse_trace_phase(context, node, key)
     if node.get("arrival") == "concurrent":
         return parse_concurrent_phase(context, node, key, _CONCURRENT_KEYS)
-    if (stray := next((name for name in node if name not in _PHASE_KEYS), None)) is not None:
-        problem = f"{stray}: needs arrival: trace"
+    stray_keys = (name for name in node if name in _ANY_PHASE_KEYS and name not in _PHASE_KEYS)
+    if (stray := next(stray_keys, None)) is not None:
+        needed = "trace" if stray in TRACE_PHASE_KEYS else "concurrent"
+        problem = f"{stray}: needs arrival: {needed}"
         raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
     rate_key = "from" if node.get("arrival") == "ramp" else "rate"  # a ramp: from -> to
     if (stray := "rate" if rate_key == "from" else "from") in node:
@@ -137,26 +129,37 @@ def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
     )
 
 
+def _parse_phases(context: _Context, node: _Map) -> tuple[Phase, ...]:
+    """The workload's phases that parse; each one that does not is recorded."""
+    phases_node = node.get("phases")
+    if not isinstance(phases_node, _List) or not phases_node:
+        context.report(
+            node.key_lines.get("phases", node.line),
+            "workload.phases",
+            "expected a non-empty list of phases",
+        )
+        return ()
+    parsed = (
+        context.recover(
+            partial(_parse_phase, context, item, item_line, f"workload.phases[{index}]"), None
+        )
+        for index, (item, item_line) in enumerate(
+            zip(phases_node, phases_node.item_lines, strict=True)
+        )
+    )
+    return tuple(phase for phase in parsed if phase is not None)
+
+
 def _parse_workload(
     context: _Context, value: Any, line: int, phases: tuple[Phase, ...] = ()
 ) -> Workload:
     """``phases``: made by a capacity search (spec_capacity.py) instead of ``phases:``."""
+    mark = context.mark()
     node = context.mapping(value, line, "workload", _WORKLOAD_KEYS)
-    phases_node = node.get("phases")
     if not phases:
-        if not isinstance(phases_node, _List) or not phases_node:
-            raise context.fail(
-                node.key_lines.get("phases", node.line),
-                "workload.phases",
-                "expected a non-empty list of phases",
-            )
-        phases = tuple(
-            _parse_phase(context, item, item_line, f"workload.phases[{index}]")
-            for index, (item, item_line) in enumerate(
-                zip(phases_node, phases_node.item_lines, strict=True)
-            )
-        )
-    options: dict[str, Any] = {"phases": phases, **parse_sources(context, node)}
+        phases = _parse_phases(context, node)
+    options: dict[str, Any] = {"phases": phases}
+    options.update(context.recover(partial(parse_sources, context, node), {}))
     parsers: dict[str, tuple[str, Callable[[Any], Any]]] = {
         "seed": ("seed", check.as_int),
         "input_tokens": ("input_tokens", check.as_token_range),
@@ -168,12 +171,14 @@ def _parse_workload(
         "cooldown": ("cooldown_s", parse_duration),
         "max_concurrency": ("max_concurrency", check.as_int),
     }
-    for name, (attribute, parse) in parsers.items():
-        if name in node:
-            options[attribute] = context.field(node, name, "workload", parse)
-    options.update(parse_session_keys(context, node))
+    values = context.fields(node, "workload", {name: parse for name, (_, parse) in parsers.items()})
+    options.update({parsers[name][0]: value for name, value in values.items()})
+    options.update(context.recover(partial(parse_session_keys, context, node), {}))
     if "until_decided" in node:
-        options["until_decided_s"] = _parse_until_decided(context, node)
+        options["until_decided_s"] = context.recover(
+            partial(_parse_until_decided, context, node), None
+        )
+    context.check_since(mark)
     return context.build(node, "workload", lambda: Workload(**options))
 
 
@@ -191,82 +196,34 @@ def _parse_until_decided(context: _Context, workload: _Map) -> float:
     return seconds
 
 
-def _parse_objective(
-    context: _Context, value: Any, line: int, key: str, phases: set[str] | None
-) -> Objective:
-    node = context.mapping(value, line, key, _OBJECTIVE_KEYS)
-    if "metric" not in node:
-        raise context.fail(node.line, f"{key}.metric", "missing")
-    metric = context.field(node, "metric", key, check.as_text)
-    if (gate := gate_objective(context, node, key, metric, phases)) is not None:
-        return gate
-
-    def optional(name: str, parse: Callable[[Any], T]) -> T | None:
-        return context.field(node, name, key, parse) if name in node else None
-
-    limit = parse_limit(context, node, key, metric)
-    phase = optional("phase", check.as_text)
-    if phase is not None and phases is not None and phase not in phases:
-        raise context.fail(
-            node.key_lines["phase"],
-            f"{key}.phase",
-            f"unknown phase {phase!r}; the workload has: {', '.join(sorted(phases))}",
-        )
-    return context.build(
-        node,
-        key,
-        lambda: Objective(
-            metric=cast(Metric, metric),  # validated by Objective
-            max_s=limit,
-            p=optional("p", check.as_number),
-            phase=phase,
-            max_regression=optional("max_regression", parse_fraction),
-            min_change_s=optional("min_change", latency_duration) or 0.0,
-            input_tokens=optional("input_tokens", check.as_token_range),
-            output_tokens=optional("output_tokens", check.as_token_range),
-        ),
-    )
-
-
-def _parse_objectives(
-    context: _Context, value: Any, line: int, phases: set[str] | None
-) -> tuple[Objective, ...]:
-    if not isinstance(value, _List):
-        raise context.fail(line, "objectives", "expected a list of objectives")
-    return tuple(
-        _parse_objective(context, item, item_line, f"objectives[{index}]", phases)
-        for index, (item, item_line) in enumerate(zip(value, value.item_lines, strict=True))
-    )
-
-
 def _parse_server(context: _Context, value: Any, line: int) -> ServerSpec:
+    mark = context.mark()
     node = context.mapping(value, line, "server", _SERVER_KEYS)
-    url = context.field(node, "url", "server", check.as_text) if "url" in node else None
-    kind = (
-        context.field(node, "kind", "server", check.as_text)
-        if "kind" in node
-        else ("url" if url else "sim")
+    text = check.as_text
+    fields = context.fields(
+        node,
+        "server",
+        {"url": text, "kind": text, "model": text, "api": text, "image": text, "gpus": parse_gpus},
     )
-    # Any name: a plugin or conftest.py may add kinds (pytest_latency_server_kind); the
+    url = fields.get("url")
+    # Any kind: a plugin or conftest.py may add kinds (pytest_latency_server_kind); the
     # session says "unknown server kind" when a test first asks for the server.
+    kind = fields.get("kind") or ("url" if url else "sim")
     options = node.get("options", {})
     if not isinstance(options, dict):
-        raise context.fail(node.key_lines["options"], "server.options", "expected a mapping")
+        context.report(node.key_lines["options"], "server.options", "expected a mapping")
+    context.check_since(mark)
     return context.build(
         node,
         "server",
         lambda: ServerSpec(
             kind=kind,
             url=url,
-            model=context.field(node, "model", "server", check.as_text)
-            if "model" in node
-            else None,
-            api=context.field(node, "api", "server", check.as_text) if "api" in node else "chat",  # type: ignore[arg-type]
+            model=fields.get("model"),
+            api=fields.get("api", "chat"),
             options=dict(options),
-            image=context.field(node, "image", "server", check.as_text)
-            if "image" in node
-            else None,
-            gpus=context.field(node, "gpus", "server", parse_gpus) if "gpus" in node else None,
+            image=fields.get("image"),
+            gpus=fields.get("gpus"),
         ),
     )
 
@@ -315,55 +272,97 @@ def load_objectives(path: Path) -> tuple[Objective, ...]:
 
     With a workload in the file, phase names are checked against its phases; without
     one, the caller checks them against the runs it judges. SpecFileError names file,
-    line and key; a file without objectives is an error too.
+    line and key of every error; a file without objectives is an error too.
     """
     context = _Context(path)
     top = _load_top(context)
+    objectives = context.recover(partial(_objectives_of, context, top), ())
+    context.raise_collected()
+    return objectives
+
+
+def _objectives_of(context: _Context, top: _Map) -> tuple[Objective, ...]:
     if not top.get("objectives"):
         raise context.fail(
             top.key_lines.get("objectives", top.line), "objectives", "expected a non-empty list"
         )
     phases = None
     if "workload" in top and "capacity" not in top:  # a search's phases are its own
-        workload = _parse_workload(context, top["workload"], top.key_lines["workload"])
-        phases = {phase.name for phase in workload.phases}
-    return _parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
+        workload = context.recover(
+            partial(_parse_workload, context, top["workload"], top.key_lines["workload"]), None
+        )
+        phases = _phase_names(top, workload)
+    return parse_objectives(context, top["objectives"], top.key_lines["objectives"], phases)
 
 
 def load_slo_file(path: Path) -> SloSpec:
-    """Parse and validate one spec file; SpecFileError names file, line and key."""
+    """Parse and validate one spec file; one SpecFileError names file, line and key of
+    every error in it (``errors``), so a file is fixed in one run."""
     context = _Context(path)
     top = _load_top(context)
+    spec = context.recover(partial(_spec_of, context, top), None)
+    context.raise_collected()
+    assert spec is not None  # no error recorded: the spec was built
+    return spec
+
+
+def _spec_of(context: _Context, top: _Map) -> SloSpec:
+    mark = context.mark()
+    workload, capacity = None, None
     if "workload" not in top:
-        raise context.fail(top.line, "workload", "missing: a spec needs a workload with phases")
-    workload, capacity = _workload_of(context, top)
+        context.report(top.line, "workload", "missing: a spec needs a workload with phases")
+    else:
+        workload, capacity = context.recover(partial(_workload_of, context, top), (None, None))
+    names = None if "capacity" in top else _phase_names(top, workload)
+    objectives: tuple[Objective, ...] = ()
     if "objectives" not in top:
-        raise context.fail(top.line, "objectives", "missing: a spec needs a list of objectives")
-    names = None if capacity else {phase.name for phase in workload.phases}
-    objectives = _parse_objectives(context, top["objectives"], top.key_lines["objectives"], names)
-    if not objectives:  # a test that asserts nothing would always pass
-        raise context.fail(top.key_lines["objectives"], "objectives", "expected a non-empty list")
+        context.report(top.line, "objectives", "missing: a spec needs a list of objectives")
+    else:
+        line = top.key_lines["objectives"]
+        objectives = context.recover(
+            partial(parse_objectives, context, top["objectives"], line, names), ()
+        )
+        if not top["objectives"]:  # a test that asserts nothing would always pass
+            context.report(line, "objectives", "expected a non-empty list")
+    server = _optional(context, top, "server", _parse_server)
+    markers = _optional(context, top, "markers", _parse_markers)
+    spec_id = (
+        context.recover(partial(context.field, top, "id", "", check_id), None)
+        if "id" in top
+        else None
+    )
+    context.check_since(mark)
+    assert workload is not None
     lines = tuple(top["objectives"].item_lines)
     check_capacity_objectives(context, objectives, lines, capacity is not None)
-    server = (
-        _parse_server(context, top["server"], top.key_lines["server"]) if "server" in top else None
-    )
-    markers = (
-        _parse_markers(context, top["markers"], top.key_lines["markers"])
-        if "markers" in top
-        else ()
-    )
-    spec_id = context.field(top, "id", "", check_id) if "id" in top else None
+    for index, key, problem in scope_problems(workload, objectives):
+        node = top["objectives"][index]
+        context.report(node.key_lines.get(key, node.line), f"objectives[{index}].{key}", problem)
+    context.check_since(mark)
     return SloSpec(
-        path=path,
+        path=context.path,
         workload=workload,
         objectives=objectives,
         server=server,
-        markers=markers,
+        markers=markers or (),
         id=spec_id,
         objective_lines=lines,
         capacity=capacity,
     )
+
+
+def _phase_names(top: _Map, workload: Workload | None) -> set[str] | None:
+    """The phase names objectives may name (a raw reading when the workload is invalid)."""
+    return raw_phase_names(top) if workload is None else {phase.name for phase in workload.phases}
+
+
+def _optional(
+    context: _Context, top: _Map, key: str, parse: Callable[[_Context, Any, int], T]
+) -> T | None:
+    """The top-level ``key`` parsed, None when absent or invalid (recorded)."""
+    if key not in top:
+        return None
+    return context.recover(partial(parse, context, top[key], top.key_lines[key]), None)
 
 
 def _workload_of(context: _Context, top: _Map) -> tuple[Workload, CapacitySpec | None]:

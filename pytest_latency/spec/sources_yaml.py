@@ -17,12 +17,12 @@ from pytest_latency.spec import checks as check
 from pytest_latency.spec.files import DataFileError
 from pytest_latency.spec.phase import Phase, parse_stop
 from pytest_latency.spec.prompts import PROMPT_FORMATS, PromptSource, load_prompts
-from pytest_latency.spec.trace import trace_phase
+from pytest_latency.spec.trace import TIME_UNITS, trace_phase
 from pytest_latency.spec.yaml_context import YamlContext
 from pytest_latency.spec.yaml_lines import LineList, LineMap
 
 T = TypeVar("T")
-TRACE_PHASE_KEYS = ("name", "arrival", "file", "speed", "window", "stop")
+TRACE_PHASE_KEYS = ("name", "arrival", "file", "speed", "window", "stop", "time_unit")
 SOURCE_KEYS = ("prompts", "tokenizer")
 _PROMPTS_KEYS = ("file", "format")
 _TOKENIZER_FILE = "tokenizer.json"
@@ -71,6 +71,7 @@ def parse_trace_phase(context: YamlContext, node: LineMap, key: str) -> Phase:
     speed = context.field(node, "speed", key, check.as_positive) if "speed" in node else 1.0
     window = context.field(node, "window", key, _window) if "window" in node else None
     stop = context.field(node, "stop", key, parse_stop) if "stop" in node else None
+    unit = context.field(node, "time_unit", key, _time_unit) if "time_unit" in node else None
     return context.build(
         node,
         key,
@@ -78,9 +79,18 @@ def parse_trace_phase(context: YamlContext, node: LineMap, key: str) -> Phase:
             context,
             node,
             key,
-            lambda: trace_phase(path, name=name, speed=speed, window=window, stop=stop),
+            lambda: trace_phase(
+                path, name=name, speed=speed, window=window, stop=stop, time_unit=unit
+            ),
         ),
     )
+
+
+def _time_unit(value: Any) -> str:
+    if value not in TIME_UNITS:
+        problem = f"must be {' or '.join(TIME_UNITS)} (the timestamps' unit), got {value!r}"
+        raise ValueError(problem + check.did_you_mean(value, TIME_UNITS))
+    return str(value)
 
 
 def _prompts(context: YamlContext, value: Any, line: int) -> PromptSource:

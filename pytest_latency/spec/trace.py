@@ -9,7 +9,9 @@ Layouts (recognised by the first non-blank character: ``{`` is JSON Lines, else 
 - CSV with a header naming the same columns (``timestamp``, ``input_length``, optional
   ``output_length``, ``session_id``, and ``hash_ids`` as numbers separated by spaces).
 
-Timestamps are milliseconds; lines may come in any order (they are sorted, stably).
+Timestamps are milliseconds unless the phase says ``time_unit: s``; a trace whose
+timestamps look like seconds under the default is refused with that fix
+(:func:`check_unit`). Lines may come in any order (they are sorted, stably).
 Each request's offset is its instant minus the first kept instant, divided by ``speed``:
 the first request goes out at the phase start (docs/workloads.md "Trace replay").
 """
@@ -17,6 +19,7 @@ the first request goes out at the phase start (docs/workloads.md "Trace replay")
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,16 +182,60 @@ def _window(
     return kept, end_ms
 
 
+TIME_UNITS = ("ms", "s")
+#: Under the default (ms), a trace whose instants all lie below this many units, with
+#: steps below one unit, was written in seconds: 0.066, 0.132, ... is 66 ms apart.
+SECONDS_LIKE_MAX = 500.0
+#: Under the default (ms), a trace offering more requests per second than this (before
+#: speed) is far beyond any one endpoint's traffic: its instants were seconds.
+IMPLAUSIBLE_RATE = 2000.0
+
+
+def check_unit(rows: list[_Row], path: Path, declared: bool) -> None:
+    """DataFileError when undeclared millisecond timestamps look like seconds."""
+    if declared or len(rows) < 2:
+        return
+    instants = [row.timestamp_ms for row in rows]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(instants) if later > earlier]
+    span_ms = instants[-1] - instants[0]
+    small = instants[-1] < SECONDS_LIKE_MAX and any(gap < 1.0 for gap in gaps)
+    rate = (len(rows) - 1) / (span_ms / 1e3) if span_ms > 0 else math.inf
+    if not small and not (len(rows) >= 10 and rate > IMPLAUSIBLE_RATE):
+        return
+    shown = ", ".join(f"{value:g}" for value in instants[:3])
+    raise DataFileError(
+        path,
+        rows[0].line,
+        "timestamp",
+        f"the timestamp column looks like seconds ({shown}, ...: {len(rows)} requests over"
+        f" {span_ms:g} ms, {rate:,.0f}/s read as milliseconds): add time_unit: s to the"
+        " trace phase (time_unit: ms if they are milliseconds)",
+    )
+
+
 def load_trace(
-    path: Path, *, speed: float = 1.0, window: tuple[float, float] | None = None, name: str = ""
+    path: Path,
+    *,
+    speed: float = 1.0,
+    window: tuple[float, float] | None = None,
+    name: str = "",
+    time_unit: str | None = None,
 ) -> Trace:
-    """Read and place a trace; DataFileError names the file, line and key of a bad line."""
+    """Read and place a trace; DataFileError names the file, line and key of a bad line.
+
+    ``time_unit``: ``"ms"`` (the default) or ``"s"``, the unit of the timestamps.
+    """
     check.number("speed", speed, at_least=MIN_SPEED, at_most=MAX_SPEED, what="trace speed")
     if window is not None:
         check.number("window", window[0], at_least=0, at_most=MAX_DURATION_S, what="window start")
         check.number("window", window[1], above=0, at_most=MAX_DURATION_S, what="window duration")
+    unit = check.choice("time_unit", time_unit or "ms", TIME_UNITS, what="trace time_unit")
     rows, digest = _read_rows(path)
+    if unit == "s":
+        for row in rows:
+            row.timestamp_ms *= 1e3
     rows.sort(key=lambda row: row.timestamp_ms)  # stable: equal instants keep file order
+    check_unit(rows, path, declared=time_unit is not None)
     rows, end_ms = _window(rows, window, path)
     first, last = rows[0].timestamp_ms, rows[-1].timestamp_ms
     if end_ms is not None:  # the phase lasts to the window's end
@@ -215,6 +262,7 @@ def load_trace(
         duration_s=max(span_s / speed, MIN_TRACE_DURATION_S),
         speed=float(speed),
         window=None if window is None else (float(window[0]), float(window[1])),
+        time_unit=unit,
     )
 
 
@@ -225,14 +273,16 @@ def trace_phase(
     speed: float = 1.0,
     window: tuple[float, float] | None = None,
     stop: StopRule | None = None,
+    time_unit: str | None = None,
 ) -> Phase:
     """A phase that replays a trace file at its instants: ``trace_phase("trace.jsonl")``.
 
     ``speed`` scales time (2 plays twice as fast); ``window`` is ``(start_s, duration_s)``
     of trace time, counted from the trace's first instant. A relative ``file`` is read
     from the current directory (a ``*.slo.yaml`` reads it beside the spec file).
+    ``time_unit`` is the timestamps' unit, ``"ms"`` (default) or ``"s"``.
     """
-    trace = load_trace(Path(file), speed=speed, window=window)
+    trace = load_trace(Path(file), speed=speed, window=window, time_unit=time_unit)
     rate = len(trace.requests) / trace.duration_s
     if rate > MAX_RATE or trace.duration_s > MAX_DURATION_S:
         raise check.FieldError(

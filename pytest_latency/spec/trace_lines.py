@@ -29,6 +29,7 @@ class Trace:
     duration_s: float = 0.0
     speed: float = 1.0
     window: tuple[float, float] | None = None  # (start, duration) of trace time, seconds
+    time_unit: str = "ms"  # the file's timestamps: "ms" or "s"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -37,4 +38,5 @@ class Trace:
             "requests": len(self.requests),
             "speed": self.speed,
             "window": list(self.window) if self.window is not None else None,
+            **({"time_unit": self.time_unit} if self.time_unit != "ms" else {}),
         }

@@ -7,6 +7,7 @@ refused with the fix (see :mod:`pytest_latency._units`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple, cast
 
 from pytest_latency._units import parse_duration, parse_fraction
@@ -25,7 +26,7 @@ class Limits(NamedTuple):
     min_change_s: float
 
 
-def objective_limits(metric: str, keywords: dict[str, object]) -> Limits:
+def objective_limits(metric: str, keywords: Mapping[str, object]) -> Limits:
     """The limits from ``objective()``'s keywords (None where not given); SpecError otherwise."""
     given = [name for name, value in keywords.items() if value is not None]
     limits = [name for name in given if name in (*LIMIT_KEYWORDS, "max_regression")]
@@ -47,7 +48,7 @@ def objective_limits(metric: str, keywords: dict[str, object]) -> Limits:
         raise SpecError(f"objective {error}") from None
 
 
-def _convert(metric: str, rate: bool, keywords: dict[str, object]) -> Limits:
+def _convert(metric: str, rate: bool, keywords: Mapping[str, object]) -> Limits:
     limit: object = keywords.get("max_fraction") if rate else keywords.get("max_s")
     text = keywords.get("max")
     if text is not None:

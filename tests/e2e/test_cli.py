@@ -121,7 +121,7 @@ def test_a_fast_run_passes_and_out_json_has_every_objective_field(
     out = tmp_path / "verdicts" / "out.json"
     result = judge(runs, "--objectives", objectives, "--json", out)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[:2] == [TEST, "  PASS         ttft p95 <= 1000ms [steady]"]
+    assert result.stdout.splitlines()[:2] == [TEST, "  PASS         ttft p95 <= 1s [steady]"]
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
     document = json.loads(out.read_text())
     assert document["schema"] == "pytest-latency/1"
@@ -152,7 +152,7 @@ def test_a_slow_run_fails_with_exit_1_whatever_its_stored_verdict_says(
     (ttft, errors) = json.loads(out.read_text())["runs"][0]["objectives"]
     assert ttft["verdict"] == "fail" and ttft["lower_s"] > 1.0
     assert errors["verdict"] == "pass"
-    assert "  FAIL         ttft p95 <= 1000ms [steady]" in result.stdout
+    assert "  FAIL         ttft p95 <= 1s [steady]" in result.stdout
     assert "lower bound over the limit" in result.stdout
     assert "judged 1 run(s): 1 pass, 1 fail, 0 inconclusive, 0 invalid" in result.stdout
 

@@ -7,37 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from pytest_latency.analysis.side_by_side import Cell
 from pytest_latency.cli.main import main
-from pytest_latency.records import RequestRecord, Status
+from pytest_latency.records import RequestRecord
 from pytest_latency.report.json_report import write_json
 from pytest_latency.spec.model import Phase
 from tests.helpers.html_runs import make_result
+from tests.helpers.known_runs import scaled_records
 
 PHASES = (Phase("steady", rate=10, duration_s=10), Phase("burst", rate=10, duration_s=2))
-
-
-def _records(scale: float, failed: int = 0) -> list[RequestRecord]:
-    """100 steady requests with TTFT 10..1000 ms times ``scale``, 20 burst ones at 5 s."""
-    records = []
-    for index in range(120):
-        phase = "steady" if index < 100 else "burst"
-        ttft = (index + 1) * 0.01 * scale if phase == "steady" else 5.0 * scale
-        record = RequestRecord(id=index, phase=phase, intended_s=index * 0.1, input_tokens=10)
-        record.sent_s = record.intended_s
-        if index < failed:
-            record.status, record.end_s, record.error = Status.HTTP_ERROR, record.sent_s, "500"
-        else:
-            record.status = Status.OK
-            record.first_token_s = record.sent_s + ttft
-            record.itl_s = np.full(9, 0.02 * scale)
-            record.end_s = record.first_token_s + 9 * 0.02 * scale
-            record.output_tokens = 10
-        records.append(record)
-    return records
 
 
 def _write(path: Path, runs: dict[str, list[RequestRecord]]) -> Path:
@@ -48,8 +28,12 @@ def _write(path: Path, runs: dict[str, list[RequestRecord]]) -> Path:
 
 @pytest.fixture
 def files(tmp_path):
-    a = _write(tmp_path / "a.json", {"t::chat": _records(1.0), "t::only_a": _records(1.0)})
-    b = _write(tmp_path / "b.json", {"t::chat": _records(2.0), "t::only_b": _records(1.0)})
+    a = _write(
+        tmp_path / "a.json", {"t::chat": scaled_records(1.0), "t::only_a": scaled_records(1.0)}
+    )
+    b = _write(
+        tmp_path / "b.json", {"t::chat": scaled_records(2.0), "t::only_b": scaled_records(1.0)}
+    )
     return a, b
 
 
@@ -87,8 +71,8 @@ def test_every_line_fits_the_width(files, capsys, width):
 
 
 def test_failed_requests_are_unbounded_and_ratios_say_so(tmp_path, capsys):
-    a = _write(tmp_path / "a.json", {"t": _records(1.0)})
-    b = _write(tmp_path / "b.json", {"t": _records(1.0, failed=30)})  # 30% of steady failed
+    a = _write(tmp_path / "a.json", {"t": scaled_records(1.0)})
+    b = _write(tmp_path / "b.json", {"t": scaled_records(1.0, failed=30)})  # 30% of steady failed
     assert main(["compare", str(a), str(b), "--percentiles", "50,90", "--width", "120"]) == 0
     steady_ttft = next(line for line in _lines(capsys) if line.split()[:2] == ["steady", "ttft"])
     assert steady_ttft.split("|")[2].split() == ["901.0ms", "inf", "inf"]  # p90
@@ -105,7 +89,7 @@ def test_cell_ratio_is_nan_when_it_means_nothing():
 
 def test_usage_errors(files, tmp_path, capsys):
     a, _ = files
-    other = _write(tmp_path / "other.json", {"t::else": _records(1.0)})
+    other = _write(tmp_path / "other.json", {"t::else": scaled_records(1.0)})
     assert main(["compare", str(a), str(other)]) == 2
     assert "no test is in both files" in capsys.readouterr().err
     assert main(["compare", str(a), str(a), "--metrics", "ttft,bogus"]) == 2

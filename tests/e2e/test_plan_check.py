@@ -35,7 +35,7 @@ def _spec(server: str) -> str:
 
 
 EXPECTED = (
-    "ttft p95 <= 1000ms: 20 requests planned, at least 117 needed at 99.5% confidence:"
+    "ttft p95 <= 1s: 20 requests planned, at least 117 needed at 99.5% confidence:"
     " make steady at least 12s at 10/s"
 )
 

@@ -231,7 +231,7 @@ def test_inconclusive_policy(pytester):
     refused = pytester.runpytest("--latency-json", "refused.json")
     refused.assert_outcomes(errors=1)
     assert (
-        "ttft p99 <= 2000ms [steady]: 78 requests planned, at least 666 needed at 99.75%"
+        "ttft p99 <= 2s [steady]: 78 requests planned, at least 666 needed at 99.75%"
         " confidence: make steady at least"
     ) in " ".join(refused.stdout.str().split())
     assert json.loads((pytester.path / "refused.json").read_text())["runs"] == []  # nothing sent

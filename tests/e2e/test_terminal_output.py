@@ -115,8 +115,8 @@ def test_80_columns_fit_and_each_verdict_and_the_diagnosis_print_once(
     assert "phase metric p50 p95 p99" in text and "ttft p50/p95/p99" not in text
     # Each verdict in full, once (the latency summary); the failure only names it.
     assert text.count("ttft p50 <= 1ms [steady]: estimate") == 1
-    assert text.count("ttft p99 <= 2000ms [steady]: estimate") == 1
-    assert text.count("error_rate <= 100.00%: 0.00% failed") == 1
+    assert text.count("ttft p99 <= 2s [steady]: estimate") == 1
+    assert text.count("error_rate <= 100%: 0.00% failed") == 1
     assert text.count("too few samples for a p99 bound") == 1
     # The diagnosis and its caveat, once.
     assert text.count("Insufficient ready capacity") == 1, output
@@ -180,18 +180,18 @@ def test_warnings_point_at_the_objective_line_and_the_test_line(
     warned = output[output.index("warnings summary") : output.index(" latency summary =")]
     assert "fast.slo.yaml:12: LatencyUndecidableWarning: the plan cannot decide" in warned
     assert f"test_api.py:{ASSERT_LINE}: LatencyUndecidableWarning: the plan" in warned
-    assert "fast.slo.yaml:12: LatencyInconclusiveWarning: ttft p99 <= 2000ms [steady]" in warned
-    assert f"test_api.py:{ASSERT_LINE}: LatencyInconclusiveWarning: ttft p99 <= 5000ms" in warned
+    assert "fast.slo.yaml:12: LatencyInconclusiveWarning: ttft p99 <= 2s [steady]" in warned
+    assert f"test_api.py:{ASSERT_LINE}: LatencyInconclusiveWarning: ttft p99 <= 5s" in warned
     assert "- {metric: ttft, p: 99, max: 2s, phase: steady}" in warned  # the user's line
     assert "pytest_latency" not in warned  # no plugin source lines
     # The verdict itself (estimate, bounds, reason) is in the latency summary only.
     assert "bounds" not in warned and "too few samples" not in folded(warned)
-    assert folded(output).count("ttft p99 <= 2000ms [steady]: estimate") == 1
+    assert folded(output).count("ttft p99 <= 2s [steady]: estimate") == 1
     # -W error makes the warning the failure: its text, not a traceback through the plugin.
     strict = ("fast.slo.yaml", "-W", "error::pytest_latency.LatencyInconclusiveWarning")
     failed = pytester.runpytest(*RELAXED, *strict)
     failed.assert_outcomes(failed=1)
-    failed.stdout.re_match_lines([r"FAILED fast\.slo\.yaml::fast - ttft p99 <= 2000ms \[steady\]"])
+    failed.stdout.re_match_lines([r"FAILED fast\.slo\.yaml::fast - ttft p99 <= 2s \[steady\]"])
     assert "Traceback" not in failed.stdout.str() and "def enforce" not in failed.stdout.str()
 
 

@@ -153,16 +153,35 @@ def failures_table(run: ReportRun) -> str:
     )
 
 
+def _percentile_keys(phases: list[Any]) -> list[str]:
+    """The phases' percentile keys (``p50``, ``p99.9``...), rising; p50/p95/p99 if none."""
+    keys: set[str] = set()
+    for row in phases:
+        values = row.get("percentiles_s") if isinstance(row, Mapping) else None
+        ttft = values.get("ttft") if isinstance(values, Mapping) else None
+        keys.update(key for key in ttft or {} if isinstance(key, str) and key.startswith("p"))
+
+    def rank(key: str) -> float:
+        try:
+            return float(key[1:])
+        except ValueError:
+            return float("inf")
+
+    return sorted(keys, key=rank) or ["p50", "p95", "p99"]
+
+
 def phases_table(phases: object) -> str:
     rows = []
-    for row in phases if isinstance(phases, list) else []:
+    listed = phases if isinstance(phases, list) else []
+    keys = _percentile_keys(listed)
+    for row in listed:
         if not isinstance(row, Mapping):
             continue
         values = row.get("percentiles_s") or {}
 
         def trio(metric: str, values: Mapping[str, Any] = values) -> str:
             found = values.get(metric) or {}
-            return " / ".join(seconds(number(found.get(p))) for p in ("p50", "p95", "p99"))
+            return " / ".join(seconds(number(found.get(p))) for p in keys)
 
         rows.append(
             [
@@ -186,9 +205,7 @@ def phases_table(phases: object) -> str:
         "planned/s",
         "sent/s",
         "lag p99",
-        "TTFT p50/p95/p99",
-        "ITL p50/p95/p99",
-        "e2e p50/p95/p99",
+        *(f"{metric} {'/'.join(keys)}" for metric in ("TTFT", "ITL", "e2e")),
     ]
     return table(head, rows, "phases")
 

@@ -41,9 +41,7 @@ def test_the_terminal_shows_each_verdicts_estimate_bounds_and_effective_n(
     lines = capacity_lines(found, None, width=100)
     text = "\n".join(lines)
     assert all(len(line) <= 100 for line in lines), lines
-    assert (
-        "ttft p90 <= 2000ms: " in text and "as attainment(ttft<=2000ms) >= 90.0%: 100.0% [" in text
-    )
+    assert "ttft p90 <= 2s: " in text and "as attainment(ttft<=2000ms) >= 90.0%: 100.0% [" in text
     assert "effective n " in text and "%, " in text  # a share, with its bounds
     assert "queue kept up: " in text and "not over-saturated" not in text
     assert [p.outcome for p in found.probes] == ["inconclusive", "fail", "pass"], found.to_json()

@@ -113,4 +113,4 @@ def test_a_percentile_on_failed_requests_reads_inf_not_unbounded():
     text = failure_message(result, [ttft], "not met", 200)
     assert text.startswith("ttft p95 inf (failed requests) > 2s (bounds inf..inf)")
     markdown = render_markdown(report_runs([result]))
-    assert "| **FAIL** | ttft p95 &lt;= 2000ms | inf | inf .. inf |" in markdown
+    assert "| **FAIL** | ttft p95 &lt;= 2s | inf | inf .. inf |" in markdown

@@ -125,7 +125,7 @@ def test_objective_table_reads_without_script(spike_html):
     table = spike_html.split('<table class="objectives">', 1)[1].split("</table>", 1)[0]
     for header in ("verdict", "objective", "estimate", "bounds", "n", "effective n"):
         assert f"<th>{header}</th>" in table
-    assert "ttft p95 &lt;= 700ms [steady]" in table and "error_rate &lt;= 5.00%" in table
+    assert "ttft p95 &lt;= 700ms [steady]" in table and "error_rate &lt;= 5%" in table
     assert re.search(r'class="verdict v-(pass|fail|inconclusive)"', table)
 
 
