@@ -61,3 +61,16 @@ def test_edge_values_equal_numpy(gaps: list[float]) -> None:
         expected = _expected([gaps], "median")
         result = gap_statistic([gaps], "median")
     np.testing.assert_array_equal(result, expected)
+
+
+@pytest.mark.parametrize("kind", ["median", "max"])
+def test_many_requests_of_one_length_equal_numpy(kind: GapStatistic) -> None:
+    """More requests of one gap count than one block holds, interleaved with others."""
+    rng = np.random.default_rng(99)
+    gap_arrays: list[list[float] | np.ndarray] = [
+        rng.lognormal(-3.5, 0.3, 6 if index % 7 else 3) for index in range(10_001)
+    ]
+    gap_arrays[5_000] = []  # a one-token answer: no gap
+    result = gap_statistic(gap_arrays, kind)
+    np.testing.assert_array_equal(result, _expected(gap_arrays, kind))
+    assert math.isnan(result[5_000])
