@@ -39,11 +39,23 @@ def gap_statistic(
     """
     lengths = np.fromiter(map(len, gap_arrays), dtype=np.int64, count=len(gap_arrays))
     result = np.full(lengths.size, math.nan)
-    reduce = np.median if kind == "median" else np.max
     for length in np.unique(lengths[lengths > 0]):
-        rows = np.flatnonzero(lengths == length)
-        stacked = np.asarray([gap_arrays[int(row)] for row in rows], dtype=np.float64)
-        result[rows] = reduce(stacked, axis=1)
+        same_length = np.flatnonzero(lengths == length)
+        # Blocks of rows that stay in cache: one stack of a million requests' gaps is
+        # hundreds of MB, whose first touch cost more than the arithmetic.
+        for start in range(0, same_length.size, 4096):
+            rows = same_length[start : start + 4096]
+            stacked = np.asarray([gap_arrays[int(row)] for row in rows], dtype=np.float64)
+            if kind == "max":
+                result[rows] = stacked.max(axis=1)
+                continue
+            # Sorting the fresh stack in place is ~10x cheaper than np.median's partition
+            # of a copy; the middle pair's mean and the NaN rule are np.median's own.
+            stacked.sort(axis=1)
+            middle = stacked[:, length // 2]
+            if length % 2 == 0:
+                middle = (stacked[:, length // 2 - 1] + middle) / 2
+            result[rows] = np.where(np.isnan(stacked[:, -1]), math.nan, middle)
     return result
 
 
