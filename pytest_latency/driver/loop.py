@@ -29,20 +29,22 @@ from pytest_latency.driver.client import Run
 DRIVE_SWITCH_INTERVAL_S = 0.0005
 
 
-def loop_options() -> dict[str, Any]:
-    """anyio's asyncio backend options: uvloop when it is installed, else asyncio's loop."""
-    return {"use_uvloop": importlib.util.find_spec("uvloop") is not None}
+def loop_options(use_uvloop: bool = False) -> dict[str, Any]:
+    """anyio's asyncio backend options. asyncio's own loop by default, not uvloop even
+    when installed: an exception raised by a Python signal handler while uvloop runs
+    (pytest-timeout's signal method failing a test mid-run) does not reach the drive, so
+    the test passed instead of failing (``tests/e2e/test_interrupted_run.py``)."""
+    return {"use_uvloop": use_uvloop and importlib.util.find_spec("uvloop") is not None}
 
 
 async def _drive(run: Run) -> None:
     await run.drive()
 
 
-def drive_to_end(run: Run, *, use_uvloop: bool | None = None) -> None:
-    """Drive ``run`` on a new event loop; read the records with ``run.result()``."""
-    options = loop_options()
-    if use_uvloop is not None:
-        options["use_uvloop"] = use_uvloop
+def drive_to_end(run: Run, *, use_uvloop: bool = False) -> None:
+    """Drive ``run`` on a new event loop (uvloop when asked and installed: benchmarks);
+    read the records with ``run.result()``."""
+    options = loop_options(bool(use_uvloop))
     previous = sys.getswitchinterval()
     sys.setswitchinterval(DRIVE_SWITCH_INTERVAL_S)
     try:
