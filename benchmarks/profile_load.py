@@ -23,9 +23,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_load import start_server
 
-from pytest_latency.driver import Target, run_plan
+from pytest_latency.driver import DriveResult, Run, Target, run_plan
 from pytest_latency.spec.model import Phase, Workload
-from pytest_latency.workload import build_plan
+from pytest_latency.workload import Plan, build_plan
+
+
+def drive(plan: Plan, target: Target, loop: str) -> DriveResult:
+    from pytest_latency.driver.loop import drive_to_end  # not in older checkouts
+
+    run = Run(plan, target)
+    drive_to_end(run, use_uvloop=loop == "uvloop")
+    return run.result()
 
 
 def main() -> None:
@@ -36,6 +44,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8998)
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--sort", default="tottime")
+    parser.add_argument(
+        "--loop",
+        default="default",
+        choices=("default", "asyncio", "uvloop"),
+        help="default: run_plan's",
+    )
     args = parser.parse_args()
     server = start_server(args.port, 1, 5.0, 5.0)
     os.sched_setaffinity(0, {0})
@@ -52,7 +66,9 @@ def main() -> None:
     before = resource.getrusage(resource.RUSAGE_SELF)
     try:
         profile.enable()
-        outcome = run_plan(plan, target)
+        outcome = (
+            run_plan(plan, target) if args.loop == "default" else drive(plan, target, args.loop)
+        )
         profile.disable()
     finally:
         server.terminate()

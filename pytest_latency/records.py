@@ -226,6 +226,9 @@ def records_to_dicts(
 
 
 _NOT_IN_BASELINES = ("itl_s", "prompt", "content")  # verdicts never read them
+# Null in most rows (no reasoning, no per-chunk usage): left out of a baseline row when
+# null, which reads back as the same default.
+_LEFT_OUT_WHEN_NULL = ("ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens")
 _NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
 
 
@@ -235,7 +238,9 @@ def baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
     compact = {
         name: round(value, _NANOSECOND_DIGITS) if type(value) is float else value
         for name, value in row.items()
-        if name not in DERIVED_FIELDS and name not in _NOT_IN_BASELINES
+        if name not in DERIVED_FIELDS
+        and name not in _NOT_IN_BASELINES
+        and not (value is None and name in _LEFT_OUT_WHEN_NULL)
     }
     gaps = row.get("itl_s")
     if isinstance(gaps, list) and gaps and "itl_median_s" not in compact:  # an older row

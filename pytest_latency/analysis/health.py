@@ -110,7 +110,7 @@ def _saturated(client: ClientLoad | None) -> list[str]:
     if client is None or not client.saturated:
         return []
     return [
-        f"the client saturated its core (its driving thread used {client.cpu_share:.0%} "
+        f"the client saturated its core (its driving thread was busy {client.busy_share:.0%} "
         f"of the run's wall time, limit {SATURATED_SHARE:.0%}): the load generator, not "
         "the server, may be what these latencies measure"
     ]

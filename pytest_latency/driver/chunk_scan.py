@@ -29,7 +29,9 @@ _CONTENT = re.compile(rb'"content"\s*:\s*"(?!")')
 _READ_KEYS = re.compile(
     rb'"(?:usage|timings|reasoning_content|reasoning|finish_reason)"\s*:\s*+(?!null\s*[,}])'
 )
-_FULL_DECODING = (b'"error"', b'"text"')  # error events; text completions
+# Error events; text completions; a raw newline (only a multi-line ``data:`` event has
+# one, and JSON strings cannot).
+_FULL_DECODING = (b'"error"', b'"text"', b"\n")
 
 
 def plain_answer(data: bytes) -> bool:
@@ -44,3 +46,35 @@ def plain_answer(data: bytes) -> bool:
     if _CONTENT.search(data) is None or _READ_KEYS.search(data) is not None:
         return False
     return data.count(b"{") == data.count(b"}") and data.count(b"[") == data.count(b"]")
+
+
+# A stream's plain chunks differ only in their content: the bytes before the content
+# string and after it repeat (id, model, created, finish_reason null).
+Shape = tuple[bytes, bytes]  # (everything up to the content's opening quote, the rest)
+
+
+def shape_of(data: bytes) -> Shape | None:
+    """The repeating frame of a plain answer chunk (:func:`plain_answer` said True), or
+    None when its content holds a backslash (the closing quote is then not simply the
+    next quote)."""
+    match = _CONTENT.search(data)
+    if match is None:
+        return None
+    start = match.end()  # the content string's first byte (the lookahead is zero-width)
+    end = data.find(b'"', start)
+    if end < 0 or b"\\" in data[start:end]:
+        return None
+    return data[:start], data[end:]
+
+
+def fits(data: bytes, shape: Shape) -> bool:
+    """``data`` is ``shape``'s frame around a non-empty content string with no quote,
+    backslash or newline: the same chunk as the one the shape came from, another token.
+    Two prefix/suffix compares instead of the scan; False only costs the scan."""
+    prefix, suffix = shape
+    if len(data) <= len(prefix) + len(suffix):
+        return False
+    if not (data.startswith(prefix) and data.endswith(suffix)):
+        return False
+    content = data[len(prefix) : len(data) - len(suffix)]
+    return b'"' not in content and b"\\" not in content and b"\n" not in content

@@ -21,6 +21,9 @@ class ClientLoad:
     loop_lag_p99_s: float | None  # how late the monitor's wake-ups were
     loop_lag_max_s: float | None
     wakeups: int
+    # Of cpu_s, the time spent spinning to a planned instant (driver/pacing.py): the
+    # thread was on its CPU but free to read, so it is not counted as busy.
+    spin_s: float = 0.0
 
     @property
     def cpu_share(self) -> float:
@@ -28,14 +31,21 @@ class ClientLoad:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else 0.0
 
     @property
+    def busy_share(self) -> float:
+        """CPU share less the spinning before planned sends: the work it did."""
+        return max(0.0, self.cpu_s - self.spin_s) / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
     def saturated(self) -> bool:
-        return self.cpu_share >= SATURATED_SHARE
+        return self.busy_share >= SATURATED_SHARE
 
     def to_json(self) -> dict[str, object]:
         return {
             "cpu_s": self.cpu_s,
             "wall_s": self.wall_s,
             "cpu_share": self.cpu_share,
+            "spin_s": self.spin_s,
+            "busy_share": self.busy_share,
             "busiest_window_share": self.busiest_window_share,
             "loop_lag_p99_s": self.loop_lag_p99_s,
             "loop_lag_max_s": self.loop_lag_max_s,
@@ -44,6 +54,6 @@ class ClientLoad:
 
     @staticmethod
     def worst(loads: list[ClientLoad | None]) -> ClientLoad | None:
-        """The most loaded of several workers' loads (by CPU share); None without any."""
+        """The most loaded of several workers' loads (by busy share); None without any."""
         known = [load for load in loads if load is not None]
-        return max(known, key=lambda load: load.cpu_share, default=None)
+        return max(known, key=lambda load: load.busy_share, default=None)

@@ -7,9 +7,10 @@ not say why. :class:`LoopMonitor` runs beside the launcher and records two more 
   it woke. Anything that holds the loop (a burst of chunks, a garbage collection, a
   slow callback) shows here whether or not a send was due at that instant.
 - **client CPU**: the driving thread's CPU time (``time.thread_time``) against wall
-  time, over the whole drive and per one-second window. A driving thread that used its
-  whole core could not have kept its schedule: its own queueing is in every latency,
-  so a run with a saturated client is invalid with that reason
+  time, over the whole drive and per one-second window, less the time it spun to
+  planned instants (:func:`.pacing.spun_ns`: on the CPU but free to read). A driving
+  thread busy for its whole core could not have kept its schedule: its own queueing is
+  in every latency, so a run with a saturated client is invalid with that reason
   (:func:`pytest_latency.analysis.health.check_generator`).
 
 What it measures is a :class:`.client_load.ClientLoad` (light: analysis imports it).
@@ -26,6 +27,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from pytest_latency.driver.client_load import ClientLoad
+from pytest_latency.driver.pacing import spun_ns
 
 DEFAULT_INTERVAL_S = 0.010  # 100 wake-ups a second: ~0.2 % of a core, 10 ms resolution
 WINDOW_S = 1.0  # the CPU share is also kept per window of this length
@@ -48,12 +50,14 @@ class LoopMonitor:
         self._windows: list[float] = []  # CPU share of each completed window
         self._started_wall = 0.0
         self._started_cpu = 0.0
+        self._started_spin_ns = 0
         self._running = False
         self.load: ClientLoad | None = None  # set by monitored() when its block ends
 
     def begin(self) -> None:
         """Start the clocks (on the loop's thread); :meth:`watch` may start later."""
         self._started_wall, self._started_cpu = time.perf_counter(), time.thread_time()
+        self._started_spin_ns = spun_ns()
         self._running = True
 
     async def watch(self) -> None:
@@ -89,6 +93,7 @@ class LoopMonitor:
             loop_lag_p99_s=_p99(self._lags),
             loop_lag_max_s=max(self._lags, default=None),
             wakeups=len(self._lags),
+            spin_s=(spun_ns() - self._started_spin_ns) / 1e9,
         )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_latency.driver.chunk_scan import plain_answer
+from pytest_latency.driver.chunk_scan import Shape, fits, plain_answer, shape_of
 from pytest_latency.driver.limits import size_text
 
 _BOM = b"\xef\xbb\xbf"
@@ -162,6 +162,7 @@ class StreamState:
         "prompt_tokens",
         "reasoning_chunks",
         "reasoning_usage",
+        "shape",
         "texts",
         "timings",
         "usage_tokens",
@@ -186,6 +187,7 @@ class StreamState:
         self.timings: dict[str, Any] | None = None  # llama.cpp's per-request ``timings``
         self.finished = False  # a choice reported finish_reason
         self.done = False  # [DONE] received
+        self.shape: Shape | None = None  # the frame of this stream's plain chunks
 
     def feed(self, data: bytes, now_ns: int) -> None:
         """Take one event payload received at ``now_ns``; raise StreamError subclasses."""
@@ -194,7 +196,7 @@ class StreamState:
         if data == DONE:
             self.done = True
             return
-        if self.chunks and self.texts is None and plain_answer(data):
+        if self.chunks and self.texts is None and self._plain(data):
             # The hot path: an answer token and nothing else (driver/chunk_scan.py). The
             # first content chunk of every stream is always decoded in full.
             self._content(now_ns, True)
@@ -210,6 +212,16 @@ class StreamState:
             self._chunk(chunk, now_ns)
         except (AttributeError, TypeError):
             raise MalformedStream("unexpected chunk shape (not an OpenAI stream chunk)") from None
+
+    def _plain(self, data: bytes) -> bool:
+        """A plain answer chunk: this stream's frame around new content, or by the scan."""
+        shape = self.shape
+        if shape is not None and fits(data, shape):
+            return True
+        if plain_answer(data):
+            self.shape = shape_of(data)
+            return True
+        return False
 
     def _chunk(self, chunk: dict[str, Any], now_ns: int) -> None:
         choices = chunk.get("choices")

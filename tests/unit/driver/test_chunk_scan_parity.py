@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_latency.driver import Run, Target
-from pytest_latency.driver.chunk_scan import plain_answer
+from pytest_latency.driver.chunk_scan import fits, plain_answer, shape_of
 from pytest_latency.driver.limits import ResponseLimits
 from pytest_latency.driver.sinks import StreamSink
 from pytest_latency.driver.sse import StreamError, StreamState
@@ -271,3 +271,18 @@ def test_the_hot_path_and_httpx_keep_the_same_records_over_a_real_socket(
         assert comparable(drive(server, name, "hot")) == comparable(drive(server, name, "httpx")), (
             name
         )
+
+
+def test_a_streams_frame_is_reused_only_around_plain_new_content() -> None:
+    chunk = event(delta_chunk({"content": "tok"}), separators=(",", ":"))[6:-2]
+    shape = shape_of(chunk)
+    assert shape is not None and fits(chunk, shape)
+    assert fits(chunk.replace(b"tok", b"another token"), shape)
+    for other in (b"", b'a\\"b', b"a\\\\", b"a\nb", b'"'):
+        assert not fits(chunk.replace(b"tok", other), shape), other
+    assert not fits(chunk.replace(b"null", b'"stop"'), shape)  # the frame changed
+    assert shape_of(chunk.replace(b"tok", b"t\\u00e9")) is None  # escapes: no frame
+    state = StreamState([])
+    for at in range(3):
+        state.feed(chunk, at)
+    assert state.shape == shape and state.chunks == 3

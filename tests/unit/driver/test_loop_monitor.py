@@ -3,6 +3,7 @@ whose client saturated its core is invalid with that reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import anyio
@@ -11,6 +12,7 @@ from pytest_latency.analysis.health import check_generator
 from pytest_latency.driver import Target, run_plan
 from pytest_latency.driver.client_load import SATURATED_SHARE, ClientLoad
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
+from pytest_latency.driver.pacing import sleep_until, spun_ns
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
 
@@ -74,6 +76,9 @@ def test_a_saturated_client_makes_the_run_invalid_with_the_reason() -> None:
     assert any("saturated its core" in reason for reason in saturated.reasons)
     document = saturated.to_json()
     assert document["client"]["saturated"] is True  # type: ignore[index]
+    spinning = dataclasses.replace(load(0.99), spin_s=5.0)  # half of it spun to send times
+    assert spinning.busy_share < SATURATED_SHARE
+    assert check_generator(records, plan.workload, client=spinning).valid
     assert ClientLoad.worst([None, load(0.2), load(0.7), None]) == load(0.7)
     assert ClientLoad.worst([None]) is None
 
@@ -89,3 +94,17 @@ def test_a_drive_reports_its_client_load(server: ScriptedServer) -> None:
 
 def test_stop_before_watch_reports_nothing() -> None:
     assert LoopMonitor().stop() is None
+
+
+def test_spinning_to_a_planned_instant_is_counted_apart() -> None:
+    async def main() -> ClientLoad | None:
+        async with monitored() as monitor:
+            for _ in range(5):  # each wait ends in the spin to the exact instant
+                await sleep_until(time.perf_counter_ns() + 3_000_000)
+        return monitor.load
+
+    before = spun_ns()
+    load = anyio.run(main)
+    assert load is not None and load.spin_s > 0
+    assert spun_ns() - before == round(load.spin_s * 1e9)
+    assert load.busy_share <= load.cpu_share

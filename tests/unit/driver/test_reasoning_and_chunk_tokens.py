@@ -11,7 +11,13 @@ from pytest_latency.driver.httpx_transport import HttpxTransport
 from pytest_latency.driver.request import Sender
 from pytest_latency.driver.sse import StreamState
 from pytest_latency.driver.tracecontext import ClientSpans
-from pytest_latency.records import RequestRecord, Status, record_from_dict, record_to_dict
+from pytest_latency.records import (
+    RequestRecord,
+    Status,
+    baseline_row,
+    record_from_dict,
+    record_to_dict,
+)
 from tests.helpers.scripted_server import (
     DONE,
     Script,
@@ -166,6 +172,10 @@ def test_the_new_fields_round_trip_and_old_rows_read_as_null() -> None:
         0.2,
         [3, 3, 2],
     )
+    kept = record_from_dict(baseline_row(record_to_dict(record)))
+    assert (kept.ttfo_s, kept.reasoning_tokens, kept.chunk_tokens) == (0.25, 12, [3, 3, 2])
+    record.reasoning_tokens = record.reasoning_s = record.chunk_tokens = None
+    assert "chunk_tokens" not in baseline_row(record_to_dict(record))  # null: left out
     old = {"id": 1, "phase": "steady", "intended_s": 0.0, "input_tokens": 5, "status": "ok"}
     back = record_from_dict(old)
     assert (back.ttfo_s, back.reasoning_tokens, back.reasoning_s, back.chunk_tokens) == (

@@ -1,0 +1,49 @@
+"""Which event loop drives: asyncio's by default, uvloop when asked (benchmarks); either
+gives the same records."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+from pytest_latency.driver import Run, Status, Target
+from pytest_latency.driver.loop import DRIVE_SWITCH_INTERVAL_S, drive_to_end, loop_options
+from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
+
+
+def test_asyncios_loop_is_the_default_even_with_uvloop_installed() -> None:
+    assert loop_options() == {"use_uvloop": False}
+    installed = importlib.util.find_spec("uvloop") is not None
+    assert loop_options(use_uvloop=True) == {"use_uvloop": installed}
+
+
+@pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
+def test_either_loop_drives_to_the_same_records(server: ScriptedServer, use_uvloop: bool) -> None:
+    if use_uvloop:
+        pytest.importorskip("uvloop")
+    steps = (*(Step(0.002 * i, chat_chunk(f"t{i}")) for i in range(4)), Step(0.01, DONE))
+    server.route("m", Script(steps=steps))
+    run = Run(plan_at([0.0, 0.01]), Target(server.url, "m"))
+    drive_to_end(run, use_uvloop=use_uvloop)  # the records stay on the run
+    records = run.result().records
+    assert [r.status for r in records] == [Status.OK, Status.OK]
+    assert [(r.output_tokens, len(r.itl_s)) for r in records] == [(4, 3), (4, 3)]
+
+
+def test_the_switch_interval_is_short_during_a_drive_and_restored_after(
+    server: ScriptedServer,
+) -> None:
+    seen: list[float] = []
+
+    class Watching(Run):
+        async def drive(self, client: object = None) -> object:  # type: ignore[override]
+            seen.append(sys.getswitchinterval())
+            return await super().drive()
+
+    server.route("m", Script(steps=(Step(0.0, chat_chunk("a", finish="stop") + DONE),)))
+    before = sys.getswitchinterval()
+    drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")))
+    assert seen == [DRIVE_SWITCH_INTERVAL_S] and before > DRIVE_SWITCH_INTERVAL_S
+    assert sys.getswitchinterval() == before
