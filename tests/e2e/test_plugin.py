@@ -155,8 +155,12 @@ def test_yaml_spec_runs_and_writes_the_json_schema(pytester):
             "n",
             "n_effective",
         } <= objective.keys()
-        assert objective["verdict"] == "pass"
+        # Never a wrong verdict. A p50 over 80 steady requests needs about 10 effective
+        # ones; a busy machine's stalls correlate them below that (half the runs under
+        # load), and inconclusive is then the honest verdict, not a defect.
+        assert objective["verdict"] in ("pass", "inconclusive"), objective
         assert 0 < objective["n_effective"] <= objective["n"]
+    assert run["objectives"][1]["verdict"] == "pass"  # error_rate <= 100%: decided at once
 
 
 @pytest.mark.slow
