@@ -229,7 +229,8 @@ def cohorts_table(cohorts: object) -> str:
     # Turn and cache-hit columns only when some cohort has them (sessions, a prefix cache).
     extra = [key for key in ("turn", "cache_hit") if any(row.get(key) is not None for row in found)]
     rows = [
-        [esc(row.get(key)) for key in ("phase", "input_tokens", "output_tokens", *extra)]
+        [esc(row.get(key)) for key in ("phase", "input_tokens", "output_tokens")]
+        + [esc(_cohort_cell(row.get(key))) for key in extra]
         + [esc(row.get(key)) for key in ("offered", "completed", "failed")]
         + [
             esc(seconds(number(row.get(key))))
