@@ -29,14 +29,22 @@ SHOW_AFTER_S = 3.0  # on a terminal, short runs show no progress line at all
 
 
 def format_progress(progress: Progress) -> str:
-    """``latency 23s of 45s: sent 115/312, completed 112, in flight 3, 22s left``."""
+    """``latency 23s of 45s: sent 115/312, completed 112, in flight 3, 22s left``; past
+    the planned duration, ``latency 45s planned, draining 5s: ...`` (in-flight requests
+    finishing after the last send)."""
     if progress.final:
         done = f"latency run done in {progress.elapsed_s:.1f}s: sent {progress.sent}"
         done += f"/{progress.planned}"
         if progress.completed is not None:
             done += f", completed {progress.completed}"
         return done
-    head = f"latency {progress.elapsed_s:.0f}s of {progress.duration_s:.0f}s: "
+    elapsed_s, duration_s = round(progress.elapsed_s), round(progress.duration_s)
+    if elapsed_s > duration_s:
+        # Never "40s of 35s": say the plan is over and what the run is waiting for.
+        doing = "draining" if progress.sent >= progress.planned else "sending late"
+        head = f"latency {duration_s}s planned, {doing} {elapsed_s - duration_s}s: "
+    else:
+        head = f"latency {elapsed_s}s of {duration_s}s: "
     if progress.completed is None:
         counts = f"{progress.sent}/{progress.planned} due (workers count the rest)"
     else:
@@ -44,6 +52,8 @@ def format_progress(progress: Progress) -> str:
             f"sent {progress.sent}/{progress.planned}, completed {progress.completed},"
             f" in flight {progress.in_flight}"
         )
+    if elapsed_s > duration_s:
+        return head + counts
     left = progress.time_left_s
     tail = f", {left:.0f}s left" if left > 0 else ", all sent"
     return head + counts + tail

@@ -241,7 +241,9 @@ def test_progress_text() -> None:
         "latency 23s of 45s: sent 115/312, completed 112, in flight 3, 22s left"
     )
     draining = Progress(312, 312, 300, elapsed_s=46.0, duration_s=45.0)
-    assert format_progress(draining).endswith("in flight 12, all sent")
+    assert format_progress(draining) == (
+        "latency 45s planned, draining 1s: sent 312/312, completed 300, in flight 12"
+    )
     workers = Progress(312, 115, None, elapsed_s=23.4, duration_s=45.0)
     assert format_progress(workers) == (
         "latency 23s of 45s: 115/312 due (workers count the rest), 22s left"
