@@ -22,6 +22,7 @@ from pytest_latency.analysis.summary import (
     SUMMARY_METRICS,
     SUMMARY_PERCENTILES,
     PhaseSummary,
+    shown_metrics,
     summarise_phase,
 )
 from pytest_latency.analysis.throughput import phase_throughput
@@ -120,13 +121,21 @@ class LatencyResult:
         """One summary per phase, in order: counts, rates and percentiles of each metric."""
         columns = Columns.from_records(self.records, [phase.name for phase in self.workload.phases])
         summaries = []
+        beyond = self.shown_metrics[len(SUMMARY_METRICS) :]  # objectives' own metrics
         for phase in self.workload.phases:
             windows = self.workload.phase_windows(phase.name)
-            throughput = phase_throughput(self.phase_records(phase.name), windows)
+            records = self.phase_records(phase.name)
+            throughput = phase_throughput(records, windows)
+            more = {metric: metric_samples(records, metric) for metric in beyond}
             summaries.append(
-                summarise_phase(phase, windows, columns, throughput, self.shown_percentiles)
+                summarise_phase(phase, windows, columns, throughput, self.shown_percentiles, more)
             )
         return summaries
+
+    @property
+    def shown_metrics(self) -> tuple[str, ...]:
+        """The summary's metrics and each decided latency objective's own."""
+        return shown_metrics(result.objective.metric for result in self.objective_results)
 
     @property
     def shown_percentiles(self) -> tuple[float, ...]:
@@ -134,7 +143,7 @@ class LatencyResult:
         own = {
             result.objective.p
             for result in self.objective_results
-            if result.objective.p is not None and result.objective.metric in SUMMARY_METRICS
+            if result.objective.p is not None and result.objective.metric in LATENCY_METRICS
         }
         return tuple(sorted(set(self.summary_percentiles) | own))
 

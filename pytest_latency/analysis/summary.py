@@ -8,13 +8,14 @@ the verdicts count them, so a printed p95 is the verdict's estimate.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from pytest_latency.analysis.columns import Columns
 from pytest_latency.analysis.percentiles import percentile, percentiles
+from pytest_latency.analysis.samples import LATENCY_METRICS
 from pytest_latency.analysis.throughput import Throughput
 from pytest_latency.spec.model import Phase
 
@@ -28,6 +29,17 @@ CLOSED_LOOP_NOTE = (
     " is hidden from the client (coordinated omission); use an open-loop phase for latency"
     " objectives, this one for saturation throughput"
 )
+
+
+def shown_metrics(objective_metrics: Iterable[str]) -> tuple[str, ...]:
+    """The summary's metrics, then each latency objective's own metric beyond them (a
+    ``tpot`` objective gets a ``tpot`` row), in the order first named."""
+    beyond = (
+        metric
+        for metric in dict.fromkeys(objective_metrics)
+        if metric in LATENCY_METRICS and metric not in SUMMARY_METRICS
+    )
+    return (*SUMMARY_METRICS, *beyond)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +76,14 @@ def summarise_phase(
     columns: Columns,
     throughput: Throughput | None = None,
     ps: Sequence[float] = SUMMARY_PERCENTILES,
+    more_samples: Mapping[str, np.ndarray] | None = None,
 ) -> PhaseSummary:
     """Summarise one phase from the run's columns; ``windows`` are its (start, end) spans.
 
     A phase repeated over several episodes has one window per episode. ``ps``: the
     percentiles of each metric (``--latency-percentiles``, and the objectives' own).
+    ``more_samples``: the phase's values of metrics beyond :data:`SUMMARY_METRICS` (an
+    objective's own metric, counted as verdicts count it), shown after them.
     """
     mask = columns.in_phase(phase.name)
     offered = int(mask.sum())
@@ -83,6 +98,7 @@ def summarise_phase(
         "ttft": columns.interval(columns.first, mask),
         "e2e": columns.interval(columns.end, mask),
         "itl": columns.itl_per_request(mask),
+        **(more_samples or {}),
     }
     return PhaseSummary(
         name=phase.name,
@@ -96,7 +112,7 @@ def summarise_phase(
         statuses=columns.status_counts(mask),
         percentiles={
             metric: dict(zip(ps, percentiles(samples[metric], ps), strict=True))
-            for metric in SUMMARY_METRICS
+            for metric in dict.fromkeys((*SUMMARY_METRICS, *samples))
         },
         throughput=throughput,
     )

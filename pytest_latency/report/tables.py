@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
-from pytest_latency.analysis.summary import SUMMARY_METRICS, PhaseSummary
+from pytest_latency.analysis.summary import PhaseSummary
 
 RATE_LEGEND = (
     "rates: target/s is the spec's rate; planned/s the rate this run's plan drew (Poisson "
@@ -44,8 +44,13 @@ def _shown(summaries: Sequence[PhaseSummary]) -> list[float]:
     return sorted({p for summary in summaries for p in summary.percentiles.get("ttft", {})})
 
 
+def _metrics(summaries: Sequence[PhaseSummary]) -> list[str]:
+    """TTFT, ITL, e2e, then any objective's own metric (``tpot``), in the order held."""
+    return list(dict.fromkeys(metric for summary in summaries for metric in summary.percentiles))
+
+
 def _latency_cell(summary: PhaseSummary, metric: str, ps: Sequence[float]) -> str:
-    values = summary.percentiles[metric]
+    values = summary.percentiles.get(metric, {})
     return "/".join(format_seconds(values[p]) if p in values else "-" for p in ps)
 
 
@@ -66,12 +71,13 @@ def wide_table(summaries: Sequence[PhaseSummary]) -> list[str]:
     """One row per phase: load columns, then each metric's percentiles (p50/p95/p99)."""
     ps = _shown(summaries)
     quantiles = "/".join(f"p{p:g}" for p in ps)
-    header = ["phase", *_LOAD_HEADS, *(f"{metric} {quantiles}" for metric in SUMMARY_METRICS)]
+    metrics = _metrics(summaries)
+    header = ["phase", *_LOAD_HEADS, *(f"{metric} {quantiles}" for metric in metrics)]
     rows = [
         [
             summary.name,
             *_load_cells(summary),
-            *(_latency_cell(summary, metric, ps) for metric in SUMMARY_METRICS),
+            *(_latency_cell(summary, metric, ps) for metric in metrics),
         ]
         for summary in summaries
     ]
@@ -87,7 +93,7 @@ def compact_tables(summaries: Sequence[PhaseSummary]) -> list[str]:
     header = ["phase", "metric", *(f"p{p:g}" for p in ps)]
     rows = []
     for summary in summaries:
-        for index, metric in enumerate(SUMMARY_METRICS):
+        for index, metric in enumerate(_metrics(summaries)):
             values = _latency_cell(summary, metric, ps).split("/")
             rows.append([summary.name if index == 0 else "", metric, *values])
     return [*load, *_table([header, *rows], left=2)]
