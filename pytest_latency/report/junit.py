@@ -70,6 +70,10 @@ def _unit(result: ObjectiveResult) -> str:
     return "fraction" if result.objective.metric == "error_rate" else "seconds"
 
 
+#: The suffix of each value's name by its unit: a fraction or a ratio is not seconds.
+UNIT_SUFFIX = {"seconds": "_s", "fraction": "_fraction", "ratio": "_ratio"}
+
+
 def objective_properties(results: Iterable[ObjectiveResult]) -> list[tuple[str, str]]:
     """(name, value) of every decided objective; a repeated objective gets ``#2``, ``#3``."""
     seen: dict[str, int] = {}
@@ -80,17 +84,19 @@ def objective_properties(results: Iterable[ObjectiveResult]) -> list[tuple[str, 
         if seen[key] > 1:
             key = f"{key}#{seen[key]}"
         objective = result.objective
+        unit = _unit(result)
+        suffix = UNIT_SUFFIX[unit]
         limit = (
             ("max_regression", objective.max_regression)
             if objective.relative
-            else ("max_s", objective.max_s)
+            else (f"max{suffix}", objective.max_s)
         )
         fields: list[tuple[str, str]] = [
             ("verdict", result.verdict.value),
-            ("estimate_s", format_value(result.estimate_s)),
-            ("lower_s", format_value(result.lower_s)),
-            ("upper_s", format_value(result.upper_s)),
-            ("unit", _unit(result)),
+            (f"estimate{suffix}", format_value(result.estimate_s)),
+            (f"lower{suffix}", format_value(result.lower_s)),
+            (f"upper{suffix}", format_value(result.upper_s)),
+            ("unit", unit),
             (limit[0], format_value(limit[1])),
             ("n", format_value(result.n)),
             ("n_effective", format_value(result.effective_n)),

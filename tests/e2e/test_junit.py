@@ -99,7 +99,23 @@ def test_properties_carry_verdict_estimate_bounds_and_n():
     }
     relative = dict(objective_properties([_result(objective("e2e", p=50, max_regression="5%"))]))
     assert relative["latency.e2e.p50.all.regression.unit"] == "ratio"
+    assert relative["latency.e2e.p50.all.regression.estimate_ratio"] == "0.2"
     assert relative["latency.e2e.p50.all.regression.max_regression"] == "0.05"
+
+
+def test_a_fraction_is_not_named_seconds():
+    errors = _result(objective("error_rate", max="5%"), Verdict.PASS, 0.01, 0.0, 0.03)
+    assert dict(objective_properties([errors])) == {
+        "latency.error_rate.all.verdict": "pass",
+        "latency.error_rate.all.estimate_fraction": "0.01",
+        "latency.error_rate.all.lower_fraction": "0",
+        "latency.error_rate.all.upper_fraction": "0.03",
+        "latency.error_rate.all.unit": "fraction",
+        "latency.error_rate.all.max_fraction": "0.05",
+        "latency.error_rate.all.n": "80",
+        "latency.error_rate.all.n_effective": "40.5",
+        "latency.error_rate.all.confidence": "0.995",
+    }
 
 
 def test_values_read_back_with_float():
@@ -142,6 +158,8 @@ def _check_suite(properties: dict[str, str]) -> None:
     spec = "errors.slo.yaml::errors::latency.error_rate.all."
     assert properties[spec + "verdict"] == "pass"
     assert properties[spec + "unit"] == "fraction"
+    assert 0.0 <= float(properties[spec + "estimate_fraction"]) <= 1.0
+    assert not any(name.startswith(spec) and name.endswith("_s") for name in properties)
     assert not any("test_not_latency" in name for name in properties)
 
 
