@@ -90,7 +90,9 @@ def cohort_charts(run: ReportRun) -> list[tuple[str, str]]:
             Curve(key, metric_samples(members, metric), f"c{index % PALETTE}")
             for index, (key, members) in enumerate(groups.items())
         ]
-        markers = absolute_markers(run.section("objectives"), metric)
+        # A phase's limit and bounds do not apply to a cohort's curve: only objectives
+        # scoped to token cohorts are drawn here (the phase charts draw the rest).
+        markers = absolute_markers(run.section("objectives"), metric, cohorts_only=True)
         title = f"{METRIC_NAMES[metric]} by cohort"
         charts.append((title, cdf_chart(curves, markers, title)))
     return charts
@@ -117,11 +119,15 @@ def relative_charts(run: ReportRun) -> list[tuple[str, str, bool]]:
     return charts
 
 
-def absolute_markers(objectives: object, metric: str) -> list[Marker]:
+def absolute_markers(objectives: object, metric: str, cohorts_only: bool = False) -> list[Marker]:
+    """The markers of the absolute objectives on ``metric``; with ``cohorts_only``, of
+    those scoped to an input or output token cohort only."""
     markers = []
     for row in objectives if isinstance(objectives, list) else []:
         objective = objective_of(row) if isinstance(row, Mapping) else None
         if objective is None or objective.metric != metric or objective.relative:
+            continue
+        if cohorts_only and not (objective.input_tokens or objective.output_tokens):
             continue
         markers.append(
             Marker(

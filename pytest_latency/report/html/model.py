@@ -149,7 +149,7 @@ def objective_of(row: Mapping[str, Any]) -> Objective | None:
     """The :class:`Objective` a stored objective object describes; None if it is not one."""
     try:
         tokens = {
-            name: tuple(row[name]) if isinstance(row.get(name), list) else None
+            name: tuple(row[name]) if isinstance(row.get(name), list | tuple) else None
             for name in ("input_tokens", "output_tokens")
         }
         return Objective(

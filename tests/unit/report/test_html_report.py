@@ -245,3 +245,21 @@ def test_plugin_writes_the_report_the_cli_renders_from_its_json(pytester):
     out = pytester.path / "again.html"
     assert main(["report", str(pytester.path / "out" / "latency.json"), "--html", str(out)]) == 0
     assert out.read_text() == written
+
+
+def _figure(page: str, title: str) -> str:
+    figures = re.findall(r'<figure class="fig"><h4>(.*?)</h4>(.*?)</figure>', page, re.S)
+    return next(body for name, body in figures if name == title)
+
+
+def test_cohort_cdf_draws_only_limits_of_cohort_objectives():
+    cohort_goal = objective("ttft", p=50, max="900ms", input_tokens=(1, 100000))
+    result = make_result(simulated_records(PHASES), PHASES, (*OBJECTIVES, cohort_goal))
+    page = render_html(report_runs([result]))
+    by_phase = _figure(page, "TTFT by phase")
+    by_cohort = _figure(page, "TTFT by cohort")
+    steady_limit = "limit ttft p95 &lt;= 700ms [steady]"
+    assert steady_limit in by_phase
+    assert steady_limit not in by_cohort  # the steady phase's limit is not a cohort's
+    assert by_cohort.count('class="limit"') == 1
+    assert "limit ttft p50 &lt;= 900ms" in by_cohort
