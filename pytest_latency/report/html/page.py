@@ -139,12 +139,13 @@ def _overview(runs: Sequence[ReportRun]) -> str:
 
 
 def figure(title: str, body: str, boundary: str, note: str = "", zoom: bool = False) -> str:
-    """A chart with its title and, as its caption, the measurement boundary."""
+    """A chart with its title and, as its caption, the measurement boundary (none when
+    ``boundary`` is empty: a group of charts says it once above them) and ``note``."""
     extra = f" {esc(note.rstrip('.'))}." if note else ""
+    said = f"<strong>Boundary:</strong> {esc(boundary.rstrip('.'))}." if boundary else ""
+    caption = f"<figcaption>{said}{extra}</figcaption>" if said or extra else ""
     return (
-        f'<figure class="fig"><h4>{esc(title)}</h4>{body}'
-        f"<figcaption><strong>Boundary:</strong> {esc(boundary.rstrip('.'))}.{extra}"
-        "</figcaption>"
+        f'<figure class="fig"><h4>{esc(title)}</h4>{body}{caption}'
         f"{ZOOM_HINT if zoom else ''}</figure>"
     )
 
@@ -257,13 +258,15 @@ def _link_hint(run: ReportRun) -> str:
 
 
 def _distributions(run: ReportRun, boundary: str) -> str:
+    """The CDFs, their shared boundary and reading said once above them, not under each."""
+    shared = (
+        f'<p class="note"><strong>Boundary of every distribution below:</strong> '
+        f"{esc(boundary.rstrip('.'))}. {esc(CDF_READING)}</p>"
+    )
     figures = [
-        figure(title, chart, boundary, CDF_READING)
-        for title, chart in [*phase_charts(run), *cohort_charts(run)]
+        figure(title, chart, "") for title, chart in [*phase_charts(run), *cohort_charts(run)]
     ]
     for title, chart, has_baseline in relative_charts(run):
         note = "" if has_baseline else "Baseline requests were not given, only the candidate"
-        figures.append(
-            figure(title, chart, boundary, f"{note}. {CDF_READING}" if note else CDF_READING)
-        )
-    return f'<div class="grid">{"".join(figures)}</div>'
+        figures.append(figure(title, chart, "", note))
+    return f'{shared}<div class="grid">{"".join(figures)}</div>'
