@@ -26,7 +26,7 @@ from pytest_latency.report.html import svg
 from pytest_latency.report.html.model import ReportRun, number, objective_of
 
 WIDTH, HEIGHT = 470.0, 270.0
-LEFT, RIGHT, TOP, BOTTOM = 56.0, 14.0, 20.0, 40.0
+LEFT, RIGHT, TOP, BOTTOM = 56.0, 28.0, 20.0, 40.0  # right: half the widest tick label
 MAX_VERTICES = 300
 PALETTE = 8
 METRIC_NAMES = {"ttft": "TTFT", "itl": "ITL (each request's median gap)", "e2e": "end-to-end"}

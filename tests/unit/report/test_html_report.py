@@ -271,3 +271,23 @@ def test_cohort_cdf_draws_only_limits_of_cohort_objectives():
     assert steady_limit not in by_cohort  # the steady phase's limit is not a cohort's
     assert by_cohort.count('class="limit"') == 1
     assert "limit ttft p50 &lt;= 900ms" in by_cohort
+
+
+def test_cdf_tick_labels_fit_inside_the_chart(spike_html):
+    from pytest_latency.report.html.cdf import WIDTH
+
+    figures = re.findall(r'<figure class="fig"><h4>(.*?)</h4>(.*?)</figure>', spike_html, re.S)
+    cdfs = [
+        body
+        for title, body in figures
+        if title.endswith(("by phase", "by cohort")) and "attribution" not in title
+    ]
+    assert len(cdfs) >= 5
+    for body in cdfs:
+        ticks = re.findall(
+            r'<text x="([\d.]+)" y="[\d.]+" class="tick" text-anchor="middle">(.*?)<', body
+        )
+        assert ticks
+        # 10 px sans-serif: about 6 px a character, at most; the label is centred.
+        for x, label in ticks:
+            assert float(x) + 6 * len(label) / 2 <= WIDTH, label
