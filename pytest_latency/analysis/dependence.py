@@ -297,9 +297,10 @@ def count_dependence(
     ``strata`` (phase of each request): the phases' means are removed where they can be
     told from the correlation (:func:`scope_dependence`).
     """
-    if episodes is not None and np.unique(episodes).size >= 2:
+    count = 0 if episodes is None else int(np.unique(episodes).size)
+    if episodes is not None and count >= 2:
         by_episode = episode_dependence(indicator, episodes)
-        if np.unique(episodes).size >= EPISODES_ALONE:
+        if count >= EPISODES_ALONE:
             return by_episode
         within = _within_episodes(indicator, episodes, values, strata)
         return by_episode if by_episode.design_effect >= within.design_effect else within
