@@ -27,7 +27,7 @@ PLANNED, SENT, DECIDED = 40, 15, 12  # a probe stopped early: 25 never sent
 
 def _record(index: int, phase: str, at: float, sent: bool) -> RequestRecord:
     if not sent:
-        return RequestRecord(index, phase, at, 20, status=Status.CANCELLED, error="stopped early: x")
+        return RequestRecord(index, phase, at, 20, status=Status.CANCELLED, error="stopped: x")
     return RequestRecord(
         index, phase, at, 20, sent_s=at, first_token_s=at + 0.05, end_s=at + 0.2,
         status=Status.OK, output_tokens=20, itl_s=np.full(19, 0.01),
