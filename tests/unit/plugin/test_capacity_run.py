@@ -96,3 +96,59 @@ def test_a_decided_probe_stops_at_the_first_look() -> None:
     assert result.drain == "server queue empty"
     cancelled = [r for r in search.runs[0].records if r.error and "probe at 400/s" in r.error]
     assert cancelled and all(r.sent_s is None for r in cancelled)
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -> None:
+    from pytest_latency.plugin.capacity_run import ProbeTelemetry
+    from pytest_latency.report.html.capacity import capacity_section
+    from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
+
+    spec = CapacitySpec(rates=(400.0, 800.0), probe_s=4.0, budget_s=30.0)
+    template = template_workload(spec, seed=4, input_tokens=(20, 20), output_tokens=20)
+    hub = TelemetryHub(TelemetrySettings(grace_s=5.0, metrics_interval_s=0.25))
+    sim = SimConfig(replicas=1, max_batch=32, max_queue=100_000,
+                    otlp_traces_endpoint=hub.receiver.traces_url)  # fmt: skip
+    try:
+        with SimServer(sim) as server:
+            search = LiveSearch(
+                spec, template, [objective("ttft", p=90, max="300ms")],
+                Target(server.url, model="sim-tiny"), confidence=0.99,
+                telemetry=ProbeTelemetry(hub, "sim", expect_spans=True),
+            )  # fmt: skip
+            probe = search.probe(400.0, (0.5, 1.0), (0.999, 0.999))
+    finally:
+        hub.close()
+    assert probe.stopped_early
+    found = CapacityResult(None, 400.0, [probe], spec.budget_s, probe.cost_s, "a test")
+    server_info = ServerInfo(kind="sim", url="http://127.0.0.1:1", model="sim-tiny")
+    run = capacity_result(search, found, test="t.py::test_capacity", server=server_info)
+    document = run_dict(run)
+    assert not problems({"schema": RUN_SCHEMA, "plugin_version": "0", "runs": [document]})
+
+    # The server's spans joined for every completed request; /metrics scraped.
+    timings = document["server_timings"]
+    completed = [r for r in document["requests"] if r["status"] == "ok"]
+    assert timings["joined"] == len(completed) > 0, timings  # (cancelled ones: no span)
+    assert all(r["queue_wait_s"] is not None for r in completed)
+    assert document["server_metrics"]["scrapes"] > 0
+    assert max(document["server_metrics"]["waiting"]) > 0  # the queue it ran away with
+
+    (counted,) = document["capacity"]["probes"]
+    (phase,) = [p for p in document["phases"] if p["name"] == "probe-1"]
+    cancelled = phase["statuses"]["cancelled"]
+    assert counted["planned"] == phase["offered"] and counted["cancelled"] == cancelled > 0
+    assert counted["sent"] + counted["cancelled"] == counted["planned"]
+    assert counted["decided_on"] == probe.offered < counted["sent"] + cancelled
+    numbers = [str(counted[k]) for k in ("planned", "sent", "cancelled", "decided_on")]
+
+    lines = format_run(run, width=100)
+    phase_row = next(line for line in lines if line.strip().startswith("probe-1 "))
+    assert phase_row.split()[1] == numbers[0]  # the phase table's offered
+    head = next(line for line in lines if line.split()[:2] == ["probe", "rate/s"])
+    assert lines[lines.index(head) + 1].split()[2:6] == numbers
+    html = capacity_section(document["capacity"])
+    assert "".join(f"<td>{n}</td>" for n in numbers) in html
+    markdown = run_section(ReportRun(run.test, document, run.records))
+    assert "| 400/s | " + " | ".join(numbers) + " |" in markdown
