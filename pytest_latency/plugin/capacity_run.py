@@ -106,6 +106,7 @@ class LiveSearch:
         self._decided_at: dict[float, list[tuple[RequestRecord, ...]]] = {}
         self._deadline = math.inf
         self._last_end = 0.0
+        self._spanless = False  # a probe got no span at all: later ones wait for none
 
     @property
     def probe_cost_s(self) -> float:
@@ -193,10 +194,19 @@ class LiveSearch:
 
     def _join(self, records: Sequence[RequestRecord]) -> JoinReport | None:
         """The probe's records joined with the server's spans, after its drain (so the
-        spans of its last requests have had time to arrive)."""
+        spans of its last requests have had time to arrive). The wait for late spans
+        ends by the budget's deadline, and once a probe got none at all the later ones
+        do not wait for them: a server that does not export would otherwise cost every
+        probe the whole grace period."""
         if self.telemetry is None:
             return None
-        return self.telemetry.hub.join(records, expect_spans=self.telemetry.expect_spans)
+        expect = self.telemetry.expect_spans and not self._spanless
+        left = max(0.0, self._deadline - time.monotonic())
+        joined = self.telemetry.hub.join(records, expect_spans=expect, max_wait_s=left)
+        self._spanless = self._spanless or (
+            expect and joined.joined == 0 and any(r.ok for r in records)
+        )
+        return joined
 
     def interrupted(self, why: str) -> CapacityResult:
         """The search so far when it was cut short: its probes, and no bracket (a search

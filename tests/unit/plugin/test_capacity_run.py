@@ -10,7 +10,7 @@ import pytest
 from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.driver import Target
 from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result, search_timeline
-from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, Status
+from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.report.html.model import ReportRun
 from pytest_latency.report.json_report import run_dict
 from pytest_latency.report.markdown import run_section
@@ -152,3 +152,33 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
     assert "".join(f"<td>{n}</td>" for n in numbers) in html
     markdown = run_section(ReportRun(run.test, document, run.records))
     assert "| 400/s | " + " | ".join(numbers) + " |" in markdown
+
+
+def test_after_a_probe_without_any_span_later_probes_do_not_wait_for_spans() -> None:
+    from pytest_latency.plugin.capacity_run import ProbeTelemetry
+    from pytest_latency.telemetry.join import JoinReport
+
+    class Hub:
+        """Answers joins as a server that exports no span would, noting each wait."""
+
+        def __init__(self) -> None:
+            self.asked: list[tuple[bool, float | None]] = []
+
+        def join(self, records, *, expect_spans, max_wait_s=None):  # type: ignore[no-untyped-def]
+            self.asked.append((expect_spans, max_wait_s))
+            return JoinReport(requests=len(records), joined=0)
+
+    hub = Hub()
+    spec = CapacitySpec(rates=(5.0, 50.0), probe_s=3.0, budget_s=9.0)
+    template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)
+    search = LiveSearch(
+        spec, template, [], Target("http://127.0.0.1:1", model="m"), confidence=0.99,
+        telemetry=ProbeTelemetry(hub, "sim", expect_spans=True),  # type: ignore[arg-type]
+    )  # fmt: skip
+    search._deadline = time.monotonic() + 5.0
+    done = RequestRecord(0, "probe", 0.0, 20, sent_s=0.0, end_s=0.2, status=Status.OK)
+    search._join([done])
+    search._join([done])
+    (first_expected, first_wait), (second_expected, _) = hub.asked
+    assert first_expected and 0 < first_wait <= 5.0  # bounded by the search's deadline
+    assert not second_expected  # the first probe got none: the server does not export
