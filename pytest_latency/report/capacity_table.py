@@ -93,11 +93,23 @@ def probe_count_cells(probe: Mapping[str, object]) -> list[str]:
     return [str(probe.get(key, "-")) for key in ("planned", "sent", "cancelled")] + [str(decided)]
 
 
+UNDECIDED = "not decided at a look, no estimate"
+
+
+def without_evidence(verdicts: Mapping[str, object], evidence: Sequence[object]) -> list[str]:
+    """The labels of verdicts no evidence backs: the probe stopped (its queue ran away,
+    or the budget ran out) before a look decided them."""
+    shown = {item.get("objective") for item in evidence if isinstance(item, Mapping)}
+    return [label for label in verdicts if label not in shown]
+
+
 def _verdicts(probe: ProbeResult) -> list[str]:
-    """Each verdict with its evidence; bare verdicts for a probe without evidence."""
-    if probe.evidence:
-        return [evidence_text(item.to_json()) for item in probe.evidence]
-    return [f"{label}: {verdict}" for label, verdict in probe.verdicts.items()]
+    """Each verdict with its evidence, then any verdict without (said so)."""
+    items = [item.to_json() for item in probe.evidence]
+    bare = without_evidence(probe.verdicts, items)
+    return [evidence_text(item) for item in items] + [
+        f"{label}: {probe.verdicts[label]} ({UNDECIDED})" for label in bare
+    ]
 
 
 def _bracket(found: CapacityResult) -> str:

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_latency.report.capacity_table import evidence_value, probe_count_cells
+from pytest_latency.report.capacity_table import (
+    UNDECIDED,
+    evidence_value,
+    probe_count_cells,
+    without_evidence,
+)
 from pytest_latency.report.html.capacity_chart import capacity_charts
 from pytest_latency.report.html.model import number
 from pytest_latency.report.html.svg import esc
@@ -42,15 +47,22 @@ def _probe_row(index: int, probe: Mapping[str, object]) -> list[str]:
 
 
 def _evidence_rows(index: int, probe: Mapping[str, object]) -> list[list[str]]:
-    """One row per objective of the probe; a probe from before evidence was recorded
-    shows its bare verdicts."""
+    """One row per objective of the probe with its evidence, then any verdict without
+    (a probe stopped before a look decided it, or from before evidence was recorded)."""
     name = esc(probe.get("phase") or f"probe-{index}")
     items = probe.get("objectives")
-    if not isinstance(items, list) or not items:
-        verdicts = probe.get("verdicts")
-        pairs = verdicts.items() if isinstance(verdicts, Mapping) else []
-        return [[name, esc(label), esc(verdict), *["-"] * 7] for label, verdict in pairs]
-    rows = []
+    items = items if isinstance(items, list) else []
+    verdicts = probe.get("verdicts")
+    verdicts = verdicts if isinstance(verdicts, Mapping) else {}
+    bare = [
+        [name, esc(label), esc(verdicts[label]), esc(UNDECIDED), *["-"] * 6]
+        for label in without_evidence(verdicts, items)
+    ]
+    return _item_rows(name, items) + bare
+
+
+def _item_rows(name: str, items: list[object]) -> list[list[str]]:
+    rows: list[list[str]] = []
     for item in items:
         if not isinstance(item, Mapping):
             continue

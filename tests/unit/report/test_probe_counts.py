@@ -89,3 +89,31 @@ def test_terminal_json_html_and_markdown_agree_with_the_phase_table(run: Latency
     markdown = run_section(ReportRun(run.test, document, run.records))
     assert "| rate | planned | sent | cancelled | decided on |" in markdown
     assert "| 10/s | 40 | 15 | 25 | 12 |" in markdown
+
+
+def test_a_verdict_no_look_decided_is_shown_and_said_so() -> None:
+    """A probe stopped when its queue ran away has the queue check's evidence only: its
+    objectives' verdicts still show, saying that no look decided them."""
+    import math
+
+    from pytest_latency.analysis.capacity import ProbeEvidence
+    from pytest_latency.report.capacity_table import capacity_lines
+
+    queue = ProbeEvidence(
+        objective="queue kept up", decided_as="in flight grows under 10/s", verdict="fail",
+        estimate=30.0, lower=-math.inf, upper=math.inf, n=200, n_effective=None,
+        unit="rps", limit=10.0, at_least=False,
+    )  # fmt: skip
+    verdicts = {"ttft p90 <= 500ms": "inconclusive", "queue kept up": "fail"}
+    probe = ProbeResult(80.0, 170, verdicts, True, 8.0, "server queue empty", (queue,))
+    found = CapacityResult(None, 80.0, [probe], 30.0, 8.0, "a test")
+    text = "\n".join(capacity_lines(found, None, width=120))
+    assert "ttft p90 <= 500ms: inconclusive (not decided at a look, no estimate)" in text
+    assert "queue kept up: fail; in flight grew 30.00/s" in text
+    html = capacity_section(found.to_json())
+    rows = re.findall(r"<tr>(.*?)</tr>", html.split("<h4>")[1])
+    cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
+    assert [row[1:4] for row in cells if row] == [
+        ["queue kept up", "fail", "in flight grows under 10/s"],
+        ["ttft p90 &lt;= 500ms", "inconclusive", "not decided at a look, no estimate"],
+    ]
