@@ -105,9 +105,10 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
     from pytest_latency.report.html.capacity import capacity_section
     from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
-    spec = CapacitySpec(rates=(400.0, 800.0), probe_s=4.0, budget_s=30.0)
+    # 150/s into a server of ~45/s: the queue runs away and the probe stops early.
+    spec = CapacitySpec(rates=(150.0, 300.0), probe_s=4.0, budget_s=30.0)
     template = template_workload(spec, seed=4, input_tokens=(20, 20), output_tokens=20)
-    hub = TelemetryHub(TelemetrySettings(grace_s=5.0, metrics_interval_s=0.25))
+    hub = TelemetryHub(TelemetrySettings(grace_s=10.0, metrics_interval_s=0.25))
     sim = SimConfig(replicas=1, max_batch=32, max_queue=100_000,
                     otlp_traces_endpoint=hub.receiver.traces_url)  # fmt: skip
     try:
@@ -117,11 +118,11 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
                 Target(server.url, model="sim-tiny"), confidence=0.99,
                 telemetry=ProbeTelemetry(hub, "sim", expect_spans=True),
             )  # fmt: skip
-            probe = search.probe(400.0, (0.5, 1.0), (0.999, 0.999))
+            probe = search.probe(150.0, (0.5, 1.0), (0.999, 0.999))
     finally:
         hub.close()
     assert probe.stopped_early
-    found = CapacityResult(None, 400.0, [probe], spec.budget_s, probe.cost_s, "a test")
+    found = CapacityResult(None, 150.0, [probe], spec.budget_s, probe.cost_s, "a test")
     server_info = ServerInfo(kind="sim", url="http://127.0.0.1:1", model="sim-tiny")
     run = capacity_result(search, found, test="t.py::test_capacity", server=server_info)
     document = run_dict(run)
@@ -151,7 +152,7 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
     html = capacity_section(document["capacity"])
     assert "".join(f"<td>{n}</td>" for n in numbers) in html
     markdown = run_section(ReportRun(run.test, document, run.records))
-    assert "| 400/s | " + " | ".join(numbers) + " |" in markdown
+    assert "| 150/s | " + " | ".join(numbers) + " |" in markdown
 
 
 def test_after_a_probe_without_any_span_later_probes_do_not_wait_for_spans() -> None:
