@@ -69,26 +69,36 @@ def _factor_with_degrees(result: ObjectiveResult, dependence: Dependence) -> flo
     degrees of freedom grow with the evidence: an episode adds one (``k`` episodes give
     ``k - 1``), a longer run of one episode adds its share. None: not within
     ``MAX_EVIDENCE_FACTOR``, or no count can."""
+    if needed_requests(result.objective, result.confidence) is None:
+        return None  # no count decides it at any confidence (a max of 0%)
     episodes = dependence.degrees_of_freedom + 1 if dependence.method == "episodes" else None
-    step, factor = 0, 1.0
-    while factor <= MAX_EVIDENCE_FACTOR:
-        step += 1
+
+    def grown(step: int) -> tuple[float, float]:
+        """(evidence factor, degrees of freedom) ``step`` episodes or steps later."""
         if episodes is not None:
-            factor = (episodes + step) / episodes
-            degrees = episodes + step - 1
-        else:
-            factor = LONGER_RUN_STEP**step
-            degrees = dependence.degrees_of_freedom * factor
-        grown = replace(dependence, degrees_of_freedom=degrees)
-        adjusted = adjusted_confidence(result.confidence, grown)
-        if adjusted >= 1.0:
-            continue  # still too few degrees of freedom for any count
-        needed = needed_requests(result.objective, adjusted)
-        if needed is None:
-            return None
-        if math.floor(dependence.n_effective * factor) >= needed:
-            return factor
-    return None
+            return (episodes + step) / episodes, episodes + step - 1
+        factor = LONGER_RUN_STEP**step
+        return factor, dependence.degrees_of_freedom * factor
+
+    def enough(step: int) -> bool:
+        factor, degrees = grown(step)
+        more = replace(dependence, degrees_of_freedom=degrees)
+        adjusted = adjusted_confidence(result.confidence, more)
+        needed = None if adjusted >= 1.0 else needed_requests(result.objective, adjusted)
+        return needed is not None and math.floor(dependence.n_effective * factor) >= needed
+
+    # More evidence never needs more: bisect for the fewest steps (a few dozen checks).
+    if episodes is not None:
+        last = math.floor(episodes * (MAX_EVIDENCE_FACTOR - 1.0))
+    else:
+        last = math.floor(math.log(MAX_EVIDENCE_FACTOR) / math.log(LONGER_RUN_STEP))
+    if not enough(last):
+        return None
+    low, high = 0, last  # enough(high); not known for low (0: no more evidence)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if enough(middle) else (middle, high)
+    return grown(high)[0]
 
 
 def _wants_episodes(result: ObjectiveResult) -> Dependence | None:
