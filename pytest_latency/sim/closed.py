@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.virtual import Arrival, SimResult, simulate
 
+# A loopback client's round trip before it resends a request refused at once.
+RETRY_ROUND_TRIP_S = 1e-3
+
 
 def simulate_closed(
     config: SimConfig,
@@ -37,8 +40,18 @@ def simulate_closed(
 
     # Users are interchangeable: whichever request ends frees "a" user. Shapes go out in
     # send order, as virtual time only moves forward and every user thinks equally long.
+    releases_at_instant = {"at": -1.0, "count": 0}
+
     def next_request(released_at: float) -> Arrival | None:
-        at = released_at + think_s
+        if released_at == releases_at_instant["at"]:
+            releases_at_instant["count"] += 1
+        else:
+            releases_at_instant.update(at=released_at, count=1)
+        # More releases at one instant than users: every user was refused at once and,
+        # with no think time, would resend at that same instant forever. A live client
+        # pays a round trip first; so does the simulated one.
+        pause_s = RETRY_ROUND_TRIP_S if releases_at_instant["count"] > users else 0.0
+        at = released_at + max(think_s, pause_s)
         return request_at(at) if at < duration_s else None
 
     return simulate(config, [request_at(0.0) for _ in range(users)], on_release=next_request)
