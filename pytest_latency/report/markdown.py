@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.capacity_table import probe_count_cells
+from pytest_latency.report.confidence_note import note_for
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
-from pytest_latency.report.html.tables import objective_label, objective_value
+from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
 from pytest_latency.report.throughput_table import markdown_lines as throughput_markdown
 
 if TYPE_CHECKING:
@@ -91,6 +92,29 @@ def verdict_lines(run: ReportRun) -> list[str]:
         return ["No objective was decided in this run."]
     head = ["verdict", "objective", "estimate", "bounds", "n", "effective n", "why"]
     return table(head, rows)
+
+
+def latency_lines(run: ReportRun) -> list[str]:
+    """Each phase's latency percentiles: the ones ``--latency-percentiles`` chose and the
+    objectives' own, as the terminal summary shows them (none in the run: no table)."""
+    listed = run.section("phases")
+    phases = [
+        row
+        for row in (listed if isinstance(listed, list) else [])
+        if isinstance(row, Mapping) and isinstance(row.get("percentiles_s"), Mapping)
+    ]
+    keys = percentile_keys(phases)
+    rows = [
+        [md_text(phase.get("name")), md_text(metric)]
+        + [md_text(format_seconds(number(values.get(key)))) for key in keys]
+        for phase in phases
+        for metric, values in phase["percentiles_s"].items()
+        if isinstance(values, Mapping)
+    ]
+    if not rows:
+        return []
+    note = "**Latency** (each phase's percentiles: the chosen ones and the objectives' own):"
+    return [note, "", *table(["phase", "metric", *keys], rows), ""]
 
 
 def _trace_cell(run: ReportRun, record: RequestRecord) -> str:
@@ -205,6 +229,7 @@ def run_section(run: ReportRun) -> str:
         *invalid_lines(run),
         *verdict_lines(run),
         "",
+        *latency_lines(run),
         *capacity_lines(run),
         *throughput_markdown(run.section("phases")),
         "**Slowest requests** (by time to first token, from the planned send):",
@@ -234,8 +259,16 @@ def headline(runs: Sequence[ReportRun]) -> str:
     order = ("INVALID", "ERROR", "FAIL", "INCONCLUSIVE", "NO OBJECTIVE", "PASS")
     shown = ", ".join(f"{marks[mark]} {mark}" for mark in order if mark in marks)
     tally = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
+    confidences = [
+        row["confidence"]
+        for run in runs
+        for row in objective_rows(run)
+        if isinstance(row.get("confidence"), float)
+    ]
+    note = note_for(confidences)
     return (
         f"## Latency objectives\n\n{len(runs)} run(s): {shown}; objectives: {tally or 'none'}\n\n"
+        + ("" if note is None else f"{md_text(note, limit=2000)}\n\n")
     )
 
 
