@@ -157,9 +157,9 @@ class LiveSearch:
             for record in run.records:
                 if record.status is Status.CANCELLED:
                     record.error = BUDGET_SPENT
-            offered = sum(r.phase == PROBE_PHASE for r in run.records)
             labels = [goal.label for goal in self.criteria]
-            decision = _Decision(dict.fromkeys(labels, "inconclusive"), offered, False)
+            # No look decided it: none of its requests is what a verdict rests on.
+            decision = _Decision(dict.fromkeys(labels, "inconclusive"), 0, False)
         self.runs.append(
             ProbeRun(
                 rate, workload, run.records, run.started_at_unix, drain, joined,
