@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
+from pytest_latency.report.capacity_table import probe_count_cells
 from pytest_latency.report.confidence_note import note_for
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
 from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
@@ -184,7 +185,7 @@ def capacity_lines(run: ReportRun) -> list[str]:
     if not isinstance(search, Mapping):
         return []
     rows = [
-        [md_text(f"{probe.get('rate', 0):.3g}/s"), md_text(probe.get("offered")),
+        [md_text(f"{probe.get('rate', 0):.3g}/s"), *(md_text(n) for n in probe_count_cells(probe)),
          md_text(probe.get("outcome")), "yes" if probe.get("stopped_early") else "no"]
         for probe in search.get("probes") or [] if isinstance(probe, Mapping)
     ]  # fmt: skip
@@ -193,7 +194,8 @@ def capacity_lines(run: ReportRun) -> list[str]:
         f"**Capacity**: passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
         f" {'-' if failed is None else f'{failed:.3g}/s'}; {md_text(search.get('stopped'))}"
     )
-    return [bracket, "", *table(("rate", "offered", "outcome", "stopped early"), rows), ""]
+    heads = ("rate", "planned", "sent", "cancelled", "decided on", "outcome", "stopped early")
+    return [bracket, "", *table(heads, rows), ""]
 
 
 def run_mark(run: ReportRun) -> str:

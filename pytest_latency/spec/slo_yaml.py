@@ -52,6 +52,7 @@ class SloSpec:
     id: str | None = None  # the baseline key, instead of the file's path (keys.py)
     objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
     capacity: CapacitySpec | None = None  # a capacity search instead of phases
+    marker_lines: tuple[int, ...] = ()  # each marker's line, for a warning about it there
 
 
 _WORKLOAD_KEYS = (
@@ -291,6 +292,7 @@ def _spec_of(context: _Context, top: _Map) -> SloSpec:
         id=spec_id,
         objective_lines=lines,
         capacity=capacity,
+        marker_lines=tuple(top["markers"].item_lines) if markers else (),
     )
 
 
