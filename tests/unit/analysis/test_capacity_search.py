@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 
 from pytest_latency.analysis.capacity import (
+    RETRIES,
     DEFAULT_LOOKS,
     CapacityResult,
     ProbeResult,
-    decide_capacity,
     search_capacity,
 )
+from pytest_latency.analysis.capacity_gate import decide_capacity
 from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
@@ -365,7 +366,10 @@ def test_an_undecided_rate_is_probed_around_then_sampled_again() -> None:
         return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
 
     result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=1000.0)
-    assert calls[:4] == pytest.approx([40.0, 40.0 / 1.2, 48.0, 57.6])  # one ratio away
-    assert calls[4] == 40.0 and result.passed_rps == 40.0  # the band's end, again
+    # Two ratios over first (a fail over the capacity is cheap), then, as the scripted
+    # probes carry no evidence that leans, one ratio under; then the band's end again.
+    assert calls[:3] == pytest.approx([40.0, 57.6, 40.0 / 1.2])
+    assert calls[3] == 40.0 and result.passed_rps == 40.0  # pooled with the first probe
     assert result.failed_rps == pytest.approx(57.6) and result.inconclusive_rps == [48.0]
     assert result.failed_rps / result.passed_rps <= 1.45
+    assert calls.count(48.0) == RETRIES  # the hemmed-in band's end, its retries spent
