@@ -9,15 +9,17 @@ range is probed only when the bracket reaches it. Each probe is run by a caller-
 function (a live run with warm-up and drain, or the sim in virtual time) that looks at
 its data at pre-planned fractions of the probe and may stop early once decided.
 
-Error control: the search plans at most ``max_probes`` probes (as many as the budget
-fits of the shortest probe that decides anything), each gets an equal share of
-``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
-Lan-DeMets O'Brien-Fleming spending function, look k deciding at
-``1 - (f(t_k) - f(t_{k-1}))``. The shares add up to at most alpha (a union bound), so the
-chance that any verdict of the whole search is false stays under alpha whatever the
-dependence between looks: a probe stops only on a verdict its look's share allows. A
-repeat at one rate decides on every probe at that rate (the next look of one sequential
-experiment; :mod:`.capacity_probe`), which the union bound covers as it covers looks.
+Error control: every rate probed is one sequential experiment of at most ``RETRIES``
+probes, each decided on all the probes at that rate so far (pooled,
+:mod:`.capacity_probe`). A rate's first probe reserves ``alpha x probe_cost_s /
+budget_s`` of ``alpha = 1 - confidence`` for all of them (:func:`repeat_shares`), so at
+most ``budget_s // probe_cost_s`` rates are probed; inside a probe its share is spent
+over the looks by the Lan-DeMets O'Brien-Fleming function. Whether a rate is probed
+again depends on its first probe's data, so a repeat's pooled test is not within its
+share given that; but given everything before the rate's first probe, its up to
+``RETRIES`` pooled tests err with chance at most the sum of their shares (a union bound
+over tests fixed in advance, run or not). Summed over the rates, any false verdict in
+the search has chance under alpha, whatever the dependence between looks and probes.
 
 Assumption (stated in the result): **monotonicity**, every objective that passes at a
 rate also passes at every lower rate. A probe that contradicts it (a pass above a fail)
@@ -37,14 +39,22 @@ MONOTONICITY = (
     " (latency and errors do not improve with more load)"
 )
 DEFAULT_LOOKS: tuple[float, ...] = (0.5, 1.0)  # fractions of the probe at which to decide
-# The bracket the search aims for; around an undecided rate r it probes r / 1.2 and
-# r x 1.2, a bracket of 1.44x.
+# The bracket the search aims for by bisection; around an undecided rate r it probes
+# r x 1.2^2 over it and r / 1.2 under it, so a pass at r makes a bracket of 1.44x.
 TARGET_RATIO = 1.2
 # Probes at one rate at most: a repeat pools the rate's earlier probes (one sequential
-# experiment per rate), and each rate holds RETRIES shares of alpha, spent or not.
+# experiment per rate), and each rate holds its share of alpha in RETRIES parts
+# (repeat_shares), spent or not. Four:
+# near the capacity a 60 s probe holds 10 to 30 effective requests, a pass needs ~80.
 RETRIES = 4
+# A band end is probed again when its lean (half-widths of its interval on the passing
+# side, negative on the failing side), projected to the last probe the budget and its
+# retries allow, reaches this; else the search steps away from it. Pooled leans grew
+# about in proportion to the probes (the design effect's degrees of freedom grow with
+# them too): 0.2 -> 0.9 -> 1.2 -> pass over four probes at 82% of a slot server's
+# capacity. 0.7 with that growth bracketed the most seeded searches within 1.5x
+# (docs/capacity.md); 1.0 with square-root growth stepped under too soon.
 LEAN_TO_REPEAT = 0.7
-GROWTH = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +197,15 @@ class CapacityResult:
         }
 
 
+def repeat_shares() -> list[float]:
+    """Each probe's share of its rate's alpha, by how many came before it at that rate:
+    in proportion to the square of its place (1, 4, 9, 16 of 30), as later pooled probes
+    rest on more requests and are the likelier to decide. Squares bracketed more seeded
+    searches within 1.5x than equal shares or shares in proportion (docs/capacity.md)."""
+    weights = [(k + 1.0) ** 2 for k in range(RETRIES)]
+    return [w / sum(weights) for w in weights]
+
+
 def _bisect(low: float, high: float) -> float:
     return math.sqrt(low * high) if low > 0 else high / 2.0
 
@@ -216,7 +235,10 @@ def search_capacity(
     low, high = rates
     max_probes = max(1, int(budget_s // (shortest_probe_s or probe_cost_s)))
     max_rates = max(1, int(budget_s // probe_cost_s))
-    confidences = look_confidences((1.0 - confidence) / (max_rates * RETRIES), looks)
+    per_rate = (1.0 - confidence) / max_rates
+    confidences = [  # the k-th probe at a rate (0-based): its share of the rate's alpha
+        look_confidences(per_rate * share, looks) for share in repeat_shares()
+    ]
     result = CapacityResult(None, None, [], budget_s, 0.0, "")
     rate = _next_rate(result, low, high, target_ratio, int(budget_s // probe_cost_s))
     while rate is not None:
@@ -226,7 +248,7 @@ def search_capacity(
         if _count(result, rate) == 0 and len({p.rate for p in result.probes}) >= max_rates:
             result.stopped = f"budget: its error share holds {max_rates} rates, all probed"
             break
-        outcome = probe(rate, looks, confidences)
+        outcome = probe(rate, looks, confidences[_count(result, rate)])
         result.probes.append(outcome)
         result.spent_s += outcome.cost_s
         _update(result, outcome)
@@ -242,7 +264,7 @@ def _confirm(
     result: CapacityResult,
     probe: Probe,
     looks: Sequence[float],
-    confidences: Sequence[float],
+    confidences: Sequence[Sequence[float]],
     probe_cost_s: float,
     max_probes: int,
 ) -> None:
@@ -253,7 +275,7 @@ def _confirm(
         return
     if result.spent_s + probe_cost_s > result.budget_s:
         return
-    again = probe(passed, looks, confidences)
+    again = probe(passed, looks, confidences[_count(result, passed)])
     result.probes.append(again)
     result.spent_s += again.cost_s
     if again.outcome == "fail":
@@ -323,8 +345,8 @@ def _around_band(
        the capacity a runaway queue fails a probe in seconds, and a fail 1.44x over a
        band rate that then passes is a bracket within 1.5x.
     2. A band end again (its probes pooled) when its evidence, projected over the
-       retries left, would decide: the pooled bound narrows as sqrt(probes), so a lean
-       of l half-widths after k probes projects to l * sqrt(RETRIES / k).
+       probes left to it, would decide: a lean of l half-widths after k probes projects
+       to l * (k + left) / k (``LEAN_TO_REPEAT``).
     3. Under the band by one ratio: its bottom is too near the flip to pass.
     4. A band end again while it has retries, the one that leans furthest.
     """
@@ -352,9 +374,10 @@ def _count(result: CapacityResult, rate: float) -> int:
 
 
 def _projected(result: CapacityResult, rate: float, fits: int) -> float:
-    """The lean at ``rate`` projected to its last retry the budget still fits."""
+    """The lean at ``rate`` projected to its last probe (its retries, and ``fits``: the
+    probes the budget still holds)."""
     count = _count(result, rate)
-    return _latest(result, rate).lean * (min(RETRIES, count + fits) / count) ** GROWTH
+    return _latest(result, rate).lean * min(RETRIES, count + fits) / count
 
 
 def _latest(result: CapacityResult, rate: float) -> ProbeResult:

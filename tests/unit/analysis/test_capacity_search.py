@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from pytest_latency.analysis.capacity import (
-    RETRIES,
     DEFAULT_LOOKS,
+    RETRIES,
     CapacityResult,
     ProbeResult,
     search_capacity,
