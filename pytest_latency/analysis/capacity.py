@@ -42,19 +42,18 @@ DEFAULT_LOOKS: tuple[float, ...] = (0.5, 1.0)  # fractions of the probe at which
 # The bracket the search aims for by bisection; around an undecided rate r it probes
 # r x 1.2^2 over it and r / 1.2 under it, so a pass at r makes a bracket of 1.44x.
 TARGET_RATIO = 1.2
-# Probes at one rate at most: a repeat pools the rate's earlier probes (one sequential
-# experiment per rate), and each rate holds its share of alpha in RETRIES parts
-# (repeat_shares), spent or not. Four:
-# near the capacity a 60 s probe holds 10 to 30 effective requests, a pass needs ~80.
+# Probes at one rate at most, pooled (one sequential experiment per rate, its alpha in
+# RETRIES parts, repeat_shares). Near the capacity a 60 s probe holds 10 to 30
+# effective requests, a pass ~80.
 RETRIES = 4
-# A band end is probed again when its lean (half-widths of its interval on the passing
-# side, negative on the failing side), projected to the last probe the budget and its
-# retries allow, reaches this; else the search steps away from it. Pooled leans grew
-# about in proportion to the probes (the design effect's degrees of freedom grow with
-# them too): 0.2 -> 0.9 -> 1.2 -> pass over four probes at 82% of a slot server's
-# capacity. 0.7 with that growth bracketed the most seeded searches within 1.5x
-# (docs/capacity.md); 1.0 with square-root growth stepped under too soon.
+# A band end hemmed in by a fail is probed again when its lean (half-widths of its
+# interval on the passing side) projected to its last probe reaches this. Pooled leans
+# grew about in proportion to the probes (0.2, 0.9, 1.2, pass at 82% of a slot server's
+# capacity); 0.7 bracketed the most seeded searches within 1.5x (docs/capacity.md).
 LEAN_TO_REPEAT = 0.7
+# Probes the budget must still hold for the step over the band to come first; with
+# fewer it steps the way the band leans (a short search finds a pass sooner under).
+ROOM_TO_POOL = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,26 +340,26 @@ def _around_band(
 ) -> float | None:
     """The next probe around rates that decided nothing (the band), in this order:
 
-    1. Over the band by two ratios (1.44x) while no fail lies that close above it: over
-       the capacity a runaway queue fails a probe in seconds, and a fail 1.44x over a
-       band rate that then passes is a bracket within 1.5x.
-    2. A band end again (its probes pooled) when its evidence, projected over the
-       probes left to it, would decide: a lean of l half-widths after k probes projects
-       to l * (k + left) / k (``LEAN_TO_REPEAT``).
-    3. Under the band by one ratio: its bottom is too near the flip to pass.
-    4. A band end again while it has retries, the one that leans furthest.
+    1. Over the band by two ratios (1.44x) while no fail lies that close above it, if
+       the budget holds ``ROOM_TO_POOL`` probes or the band leans to fail: over the
+       capacity a runaway queue fails a probe in seconds, and a fail 1.44x over a band
+       rate that then passes is a bracket within 1.5x.
+    2. Once hemmed in so, a band end again (pooled) when its lean, projected over the
+       probes left to it (l * (k + left) / k after k), reaches ``LEAN_TO_REPEAT``.
+    3. Under the band by one ratio. 4. A band end again while it has retries.
     """
     tried = {probe.rate for probe in result.probes}
     lower, upper = bracket
     top, bottom = band[-1], band[0]
     slack = 1.0 + 1e-9
-    if upper / top > ratio * ratio * slack:
+    hemmed = upper / top <= ratio * ratio * slack  # a fail (or the range's end) close over
+    if not hemmed and (fits >= ROOM_TO_POOL or _latest(result, top).lean < 0):
         over = min(_bisect(top, upper), top * ratio * ratio)
         if over not in tried:
             return over
     ends = [r for r in sorted({bottom, top}) if _count(result, r) < RETRIES]
     leaning = max(ends, key=lambda rate: abs(_projected(result, rate, fits)), default=None)
-    if leaning is not None and abs(_projected(result, leaning, fits)) >= LEAN_TO_REPEAT:
+    if hemmed and leaning and abs(_projected(result, leaning, fits)) >= LEAN_TO_REPEAT:
         return leaning
     if bottom / lower > ratio * slack:
         under = max(_bisect(lower, bottom), bottom / ratio)
