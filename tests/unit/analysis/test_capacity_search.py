@@ -17,6 +17,7 @@ from pytest_latency.analysis.capacity import (
     DEFAULT_LOOKS,
     RETRIES,
     ProbeResult,
+    repeat_shares,
     search_capacity,
 )
 from pytest_latency.analysis.capacity_gate import decide_capacity
@@ -287,3 +288,24 @@ def test_an_undecided_rate_is_probed_around_then_sampled_again() -> None:
     assert result.failed_rps == pytest.approx(57.6) and result.inconclusive_rps == [48.0]
     assert result.failed_rps / result.passed_rps <= 1.45
     assert calls.count(48.0) == RETRIES  # the hemmed-in band's end, its retries spent
+
+
+def test_each_rate_reserves_its_alpha_and_the_reservations_add_up_to_alpha() -> None:
+    """Every rate holds alpha x cost / budget, shared by its (pooled) probes 1:4:9:16;
+    the search probes at most budget // cost rates, so the union bound is alpha."""
+    seen: dict[float, list[list[float]]] = {}
+
+    def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
+        seen.setdefault(rate, []).append(list(confidences))
+        verdict = "pass" if rate < 20.0 else "inconclusive" if rate < 40.0 else "fail"
+        return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
+
+    result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=60.0)
+    assert len(seen) <= 60 // 10 and sum(map(len, seen.values())) == len(result.probes)
+    per_rate = 0.01 / (60 // 10)
+    for calls in seen.values():
+        for place, confidences in enumerate(calls):
+            share = per_rate * (place + 1) ** 2 / 30.0
+            assert confidences == pytest.approx(look_confidences(share, DEFAULT_LOOKS))
+    assert repeat_shares() == pytest.approx([1 / 30, 4 / 30, 9 / 30, 16 / 30])
+    assert max(map(len, seen.values())) > 1  # a repeat, at its own (larger) share
