@@ -91,7 +91,7 @@ def test_capacity(latency):
 # unfinished search here is the live path failing, not chance.
 @pytest.mark.slow
 @pytest.mark.serial
-def test_a_live_search_brackets_a_slot_server_within_1_5x(pytester):
+def test_a_live_search_brackets_a_slot_server_within_1_5x(pytester: pytest.Pytester) -> None:
     truth = flip_rate()
     assert CAPACITY_RPS < truth < 1.1 * CAPACITY_RPS
     pytester.makepyfile(test_capacity=TEST_FILE)
@@ -114,7 +114,9 @@ def test_a_live_search_brackets_a_slot_server_within_1_5x(pytester):
 
 @pytest.mark.slow
 @pytest.mark.serial
-def test_the_example_runs_on_the_embedded_server_within_its_budget(pytester):
+def test_the_example_runs_on_the_embedded_server_within_its_budget(
+    pytester: pytest.Pytester,
+) -> None:
     shutil.copy(EXAMPLE, pytester.path / EXAMPLE.name)
     result = pytester.runpytest("--latency-json", "latency.json")
     result.assert_outcomes(passed=1)
