@@ -9,15 +9,17 @@ range is probed only when the bracket reaches it. Each probe is run by a caller-
 function (a live run with warm-up and drain, or the sim in virtual time) that looks at
 its data at pre-planned fractions of the probe and may stop early once decided.
 
-Error control: the search plans at most ``max_probes`` probes (as many as the budget
-fits of the shortest probe that decides anything), each gets an equal share of
-``alpha = 1 - confidence``; inside a probe the share is spent over the looks by the
-Lan-DeMets O'Brien-Fleming spending function, look k deciding at
-``1 - (f(t_k) - f(t_{k-1}))``. The shares add up to at most alpha (a union bound), so the
-chance that any verdict of the whole search is false stays under alpha whatever the
-dependence between looks: a probe stops only on a verdict its look's share allows. A
-repeat at one rate decides on every probe at that rate (the next look of one sequential
-experiment; :mod:`.capacity_probe`), which the union bound covers as it covers looks.
+Error control: every rate probed is one sequential experiment of at most ``RETRIES``
+probes, each decided on all the probes at that rate so far (pooled,
+:mod:`.capacity_probe`). A rate's first probe reserves ``alpha x probe_cost_s /
+budget_s`` of ``alpha = 1 - confidence`` for all of them (:func:`repeat_shares`), so at
+most ``budget_s // probe_cost_s`` rates are probed; inside a probe its share is spent
+over the looks by the Lan-DeMets O'Brien-Fleming function. Whether a rate is probed
+again depends on its first probe's data, so a repeat's pooled test is not within its
+share given that; but given everything before the rate's first probe, its up to
+``RETRIES`` pooled tests err with chance at most the sum of their shares (a union bound
+over tests fixed in advance, run or not). Summed over the rates, any false verdict in
+the search has chance under alpha, whatever the dependence between looks and probes.
 
 Assumption (stated in the result): **monotonicity**, every objective that passes at a
 rate also passes at every lower rate. A probe that contradicts it (a pass above a fail)
@@ -31,18 +33,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_latency.analysis.looks import look_confidences
-from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
-from pytest_latency.spec.model import Objective
 
 MONOTONICITY = (
     "every objective that passes at an offered rate passes at every lower rate"
     " (latency and errors do not improve with more load)"
 )
 DEFAULT_LOOKS: tuple[float, ...] = (0.5, 1.0)  # fractions of the probe at which to decide
-# The bracket the search aims for; around an undecided rate r it probes r / 1.2 and
-# r x 1.2, a bracket of 1.44x.
+# The bracket the search aims for by bisection; around an undecided rate r it probes
+# r x 1.2^2 over it and r / 1.2 under it, so a pass at r makes a bracket of 1.44x.
 TARGET_RATIO = 1.2
-RETRIES = 2  # probes at one undecided rate at most (each its own arrivals and alpha share)
+# Probes at one rate at most, pooled (one sequential experiment per rate, its alpha in
+# RETRIES parts, repeat_shares). Near the capacity a 60 s probe holds 10 to 30
+# effective requests, a pass ~80.
+RETRIES = 4
+# A band end hemmed in by a fail is probed again when its lean (half-widths of its
+# interval on the passing side) projected to its last probe reaches this. Pooled leans
+# grew about in proportion to the probes (0.2, 0.9, 1.2, pass at 82% of a slot server's
+# capacity); 0.7 bracketed the most seeded searches within 1.5x (docs/capacity.md).
+LEAN_TO_REPEAT = 0.7
+# Probes the budget must still hold for the step over the band to come first; with
+# fewer it steps the way the band leans (a short search finds a pass sooner under).
+ROOM_TO_POOL = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +196,13 @@ class CapacityResult:
         }
 
 
+def repeat_shares() -> list[float]:
+    """Each probe's share of its rate's alpha, by how many came before it at that rate:
+    in proportion to the square of its place (1, 4, 9, 16 of 30), as later pooled probes
+    rest on more requests and are the likelier to decide. Squares bracketed more seeded
+    searches within 1.5x than equal shares or shares in proportion (docs/capacity.md)."""
+    weights = [(k + 1.0) ** 2 for k in range(RETRIES)]
+    return [w / sum(weights) for w in weights]
 
 
 def _bisect(low: float, high: float) -> float:
@@ -205,26 +223,36 @@ def search_capacity(
     """Bracket the capacity in ``rates`` (low, high req/s) within ``budget_s``.
 
     ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain): the search
-    never starts a probe the budget cannot finish. ``shortest_probe_s`` (default
-    ``probe_cost_s``) is the least time a probe that decides anything takes (its
-    warm-up and first look): the budget fits at most ``budget_s // shortest_probe_s``
-    of them, and each gets that share of alpha, so probes that fail early leave time
-    for more probes without breaking the error bound.
+    never starts a probe the budget cannot finish. Error control: every rate probed is
+    one sequential experiment of at most ``RETRIES`` pooled probes and holds
+    ``alpha x probe_cost_s / budget_s`` of the error budget, spent or not, in
+    ``RETRIES`` equal shares; so the search probes at most ``budget_s // probe_cost_s``
+    distinct rates (repeats at a rate cost time, not alpha). ``shortest_probe_s``
+    (default ``probe_cost_s``), the least time a probe that decides anything takes,
+    caps the number of probes.
     """
     low, high = rates
     max_probes = max(1, int(budget_s // (shortest_probe_s or probe_cost_s)))
-    confidences = look_confidences((1.0 - confidence) / max_probes, looks)
+    max_rates = max(1, int(budget_s // probe_cost_s))
+    per_rate = (1.0 - confidence) / max_rates
+    confidences = [  # the k-th probe at a rate (0-based): its share of the rate's alpha
+        look_confidences(per_rate * share, looks) for share in repeat_shares()
+    ]
     result = CapacityResult(None, None, [], budget_s, 0.0, "")
-    rate = _next_rate(result, low, high, target_ratio)
+    rate = _next_rate(result, low, high, target_ratio, int(budget_s // probe_cost_s))
     while rate is not None:
         if len(result.probes) >= max_probes or result.spent_s + probe_cost_s > budget_s:
             result.stopped = "budget: no time left for another probe"
             break
-        outcome = probe(rate, looks, confidences)
+        if _count(result, rate) == 0 and len({p.rate for p in result.probes}) >= max_rates:
+            result.stopped = f"budget: its error share holds {max_rates} rates, all probed"
+            break
+        outcome = probe(rate, looks, confidences[_count(result, rate)])
         result.probes.append(outcome)
         result.spent_s += outcome.cost_s
         _update(result, outcome)
-        rate = _next_rate(result, low, high, target_ratio)
+        fits = int((budget_s - result.spent_s) // probe_cost_s)
+        rate = _next_rate(result, low, high, target_ratio, fits)
     else:
         _confirm(result, probe, looks, confidences, probe_cost_s, max_probes)
         result.stopped = _why_done(result, low, high, target_ratio)
@@ -235,18 +263,18 @@ def _confirm(
     result: CapacityResult,
     probe: Probe,
     looks: Sequence[float],
-    confidences: Sequence[float],
+    confidences: Sequence[Sequence[float]],
     probe_cost_s: float,
     max_probes: int,
 ) -> None:
     """Probe the highest passing rate again when the budget allows: a fail there now
     contradicts monotonicity (or the first pass was luck) and is reported."""
     passed = result.passed_rps
-    if passed is None or len(result.probes) >= max_probes:
+    if passed is None or len(result.probes) >= max_probes or _count(result, passed) >= RETRIES:
         return
     if result.spent_s + probe_cost_s > result.budget_s:
         return
-    again = probe(passed, looks, confidences)
+    again = probe(passed, looks, confidences[_count(result, passed)])
     result.probes.append(again)
     result.spent_s += again.cost_s
     if again.outcome == "fail":
@@ -270,14 +298,14 @@ def _update(result: CapacityResult, outcome: ProbeResult) -> None:
 
 
 def _next_rate(
-    result: CapacityResult, low: float, high: float, target_ratio: float
+    result: CapacityResult, low: float, high: float, target_ratio: float, fits: int
 ) -> float | None:
     """The next rate to probe, None when the search is done.
 
     Between ``lower`` (the highest pass, else ``low``) and ``upper`` (the lowest fail,
-    else ``high``): bisect geometrically; rates that decided nothing form the band and
-    are probed around (under them first, then over them), one target ratio away. A range
-    end that stood in for a probe is probed last, once the bracket reaches it.
+    else ``high``): bisect geometrically while no probe in between decided nothing; around
+    such probes (the band) see :func:`_around_band`. A range end that stood in for a
+    probe is probed last, once the bracket reaches it.
     """
     tried = {probe.rate for probe in result.probes}
     passed, failed = result.passed_rps, result.failed_rps
@@ -291,37 +319,64 @@ def _next_rate(
         p.rate for p in result.probes if p.outcome == "inconclusive" and lower < p.rate < upper
     )
     wide = target_ratio * (1.0 + 1e-9)  # float slack: a step of exactly the ratio is done
+    if band:
+        return _around_band(result, band, (lower, upper), target_ratio, fits)
     candidate: float | None = None
-    # Around undecided rates, step by the target ratio rather than bisect to the range's
-    # ends: a probe that decides nothing is evidence the capacity is near it. Step first
-    # to the side the band's evidence leans to (over a band that leans to fail), where a
-    # probe is the more likely to decide.
-    under = bool(band) and band[0] / lower > wide
-    over = bool(band) and upper / band[-1] > wide
-    if over and (not under or _latest(result, band[-1]).lean < 0):
-        candidate = min(_bisect(band[-1], upper), band[-1] * target_ratio)
-    elif under:
-        candidate = max(_bisect(lower, band[0]), band[0] / target_ratio)
-    elif not band and upper / lower > wide:
+    if upper / lower > wide:
         candidate = _bisect(lower, upper)
     elif passed is None and low not in tried:
         candidate = low  # the bracket reached the bottom: does the lowest rate pass?
     elif failed is None and high not in tried:
         candidate = high  # the bracket reached the top: does the highest rate pass?
-    elif band:  # the band is hemmed in: a fresh sample at its ends may decide
-        return _end_to_repeat(result, band)
     return None if candidate is None or candidate in tried else candidate
 
 
-def _end_to_repeat(result: CapacityResult, band: Sequence[float]) -> float | None:
-    """The end of the band to probe again (pooled with what was offered there before):
-    the one whose evidence lies furthest from its limit, so most likely to decide
-    either way; either decision narrows the bracket. None when both had their retries."""
-    ends = sorted({band[0], band[-1]})
-    again = [r for r in ends if sum(p.rate == r for p in result.probes) < RETRIES]
-    if not again:
-        return None
-    return max(again, key=lambda rate: abs(_latest(result, rate).lean))
+def _around_band(
+    result: CapacityResult,
+    band: Sequence[float],
+    bracket: tuple[float, float],
+    ratio: float,
+    fits: int,
+) -> float | None:
+    """The next probe around rates that decided nothing (the band), in this order:
+
+    1. Over the band by two ratios (1.44x) while no fail lies that close above it, if
+       the budget holds ``ROOM_TO_POOL`` probes or the band leans to fail: over the
+       capacity a runaway queue fails a probe in seconds, and a fail 1.44x over a band
+       rate that then passes is a bracket within 1.5x.
+    2. Once hemmed in so, a band end again (pooled) when its lean, projected over the
+       probes left to it (l * (k + left) / k after k), reaches ``LEAN_TO_REPEAT``.
+    3. Under the band by one ratio. 4. A band end again while it has retries.
+    """
+    tried = {probe.rate for probe in result.probes}
+    lower, upper = bracket
+    top, bottom = band[-1], band[0]
+    slack = 1.0 + 1e-9
+    hemmed = upper / top <= ratio * ratio * slack  # a fail (or the range's end) close over
+    if not hemmed and (fits >= ROOM_TO_POOL or _latest(result, top).lean < 0):
+        over = min(_bisect(top, upper), top * ratio * ratio)
+        if over not in tried:
+            return over
+    ends = [r for r in sorted({bottom, top}) if _count(result, r) < RETRIES]
+    leaning = max(ends, key=lambda rate: abs(_projected(result, rate, fits)), default=None)
+    if hemmed and leaning and abs(_projected(result, leaning, fits)) >= LEAN_TO_REPEAT:
+        return leaning
+    if bottom / lower > ratio * slack:
+        under = max(_bisect(lower, bottom), bottom / ratio)
+        if under not in tried:
+            return under
+    return leaning
+
+
+def _count(result: CapacityResult, rate: float) -> int:
+    return sum(p.rate == rate for p in result.probes)
+
+
+def _projected(result: CapacityResult, rate: float, fits: int) -> float:
+    """The lean at ``rate`` projected to its last probe (its retries, and ``fits``: the
+    probes the budget still holds)."""
+    count = _count(result, rate)
+    return _latest(result, rate).lean * min(RETRIES, count + fits) / count
 
 
 def _latest(result: CapacityResult, rate: float) -> ProbeResult:
@@ -342,45 +397,3 @@ def _why_done(result: CapacityResult, low: float, high: float, target_ratio: flo
     if passed is not None and failed is not None and failed / passed <= target_ratio:
         return f"bracket within {target_ratio:g}x"
     return "undecided: the probes decided too little to narrow the bracket further"
-
-
-def decide_capacity(result: CapacityResult | None, least: float) -> tuple[str, float, str]:
-    """(verdict, estimate, reason) of ``{metric: capacity, min: least}`` on a search result.
-
-    PASS when every objective passed at a rate >= ``least`` (by monotonicity they pass at
-    ``least`` too), FAIL when one failed at a rate <= ``least`` (so it fails at ``least``
-    too), INCONCLUSIVE otherwise: ``least`` lies in the band between, or above every
-    pass with no fail probed (the search did not reach it), or monotonicity was
-    contradicted (then neither end of the bracket can be trusted). Both come from probe
-    verdicts whose error shares add up to at most the search's alpha.
-    """
-    if result is None:
-        return "inconclusive", math.nan, "no capacity search ran in this test"
-    passed, failed = result.passed_rps, result.failed_rps
-    if result.contradictions:
-        return "inconclusive", math.nan, result.stopped
-    if passed is not None and passed >= least:
-        return "pass", passed, f"every objective passed at {passed:g}/s >= {least:g}/s"
-    if failed is not None and failed <= least:
-        return "fail", failed, f"an objective failed at {failed:g}/s <= {least:g}/s"
-    return "inconclusive", passed or math.nan, f"the search did not decide {least:g}/s"
-
-
-def capacity_objective_result(
-    objective: Objective, result: CapacityResult | None, confidence: float
-) -> ObjectiveResult:
-    """``{metric: capacity, min: R}`` as an objective result: the estimate is the highest
-    passing rate, the bounds the bracket (req/s; null ends are unknown)."""
-    verdict, estimate, reason = decide_capacity(result, objective.min_value or 0.0)
-    passed = None if result is None else result.passed_rps
-    failed = None if result is None else result.failed_rps
-    return ObjectiveResult(
-        objective,
-        Verdict(verdict),
-        estimate,
-        math.nan if passed is None else passed,
-        math.inf if failed is None else failed,
-        0 if result is None else len(result.probes),
-        confidence,
-        reason,
-    )

@@ -111,11 +111,9 @@ def as_proportion(goal: Objective) -> Objective:
     with ``metric <= L`` is at least P% (an attainment objective); other objectives as
     they are.
 
-    The two say the same; their bounds differ in the correlation they pay for. A
-    percentile bound pays for the latencies' own correlation, which near capacity is
-    strong (a queue moves every TTFT together) even when all of them lie far under the
-    limit; the proportion pays for the correlation of being under the limit, which is
-    what the verdict is about (docs/capacity.md).
+    The two say the same and are bounded the same way (attainment's bound rests on the
+    dependence of the latencies, :mod:`.attainment`); the proportion is what a probe's
+    evidence shows: the share of good requests (docs/capacity.md).
     """
     if (
         goal.metric in ("ttft", "tpot", "itl", "e2e")

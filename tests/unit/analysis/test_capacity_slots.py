@@ -1,0 +1,119 @@
+"""A 6-minute capacity search against slot servers of known capacity, in virtual time.
+
+A slot server (``tests/helpers/slot_server.py``) serves ``slots`` requests at once, each
+for a 0.1 s prefill and 20 tokens at 25 ms (0.6 s), first come first served: its
+capacity is ``slots / 0.6`` req/s. The search runs as a user would run it: 60 s probes
+(a 6 s warm-up), a 6-minute budget, confidence 99%, TTFT p90 decided as each live probe
+decides it. The truth is where the mean share of a 60 s probe's TTFTs within the limit
+crosses 90% (20 seeds). docs/capacity.md ("How narrow a bracket: measured") has the
+table these numbers come from.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_latency.analysis.capacity import CapacityResult, search_capacity
+from pytest_latency.spec.model import objective
+from tests.helpers.slot_server import SlotServer
+from tests.helpers.virtual_capacity import VirtualProbes
+
+WARM_S, PROBE_S, BUDGET_S = 6.0, 60.0, 360.0
+REPLICATES = 20
+
+
+def slots(count: int) -> SlotServer:
+    return SlotServer(slots=count, prefill_s=0.1, decode_s=0.025, output_tokens=20)
+
+
+def flip_rate(server: SlotServer, limit_s: float, seeds: int = 20) -> float:
+    """Where the mean share of probe requests with TTFT <= ``limit_s`` crosses 90%, in
+    probes as the search runs them (6 s warm-up, then 60 s, from an empty queue), to 1%."""
+
+    def share(rate: float) -> float:
+        phases = [("warmup", rate, WARM_S), ("probe", rate, PROBE_S)]
+        shares = []
+        for seed in range(seeds):
+            probe = [r for r in server.records(phases, 10_000 + seed) if r.phase == "probe"]
+            shares.append(np.mean([(r.ttft_s or math.inf) <= limit_s for r in probe]))
+        return float(np.mean(shares))
+
+    low, high = 0.3 * server.throughput_rps, 1.5 * server.throughput_rps
+    while high / low > 1.01:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if share(middle) >= 0.9 else (low, middle)
+    return math.sqrt(low * high)
+
+
+def search(server: SlotServer, limit_s: float, seed: int) -> CapacityResult:
+    """The search over a 30x range around the capacity (its first probe at 82% of it)."""
+    goals = [objective("ttft", p=90, max=f"{limit_s:g}s")]
+    probes = VirtualProbes(
+        server.records, goals, warmup_s=WARM_S, probe_s=PROBE_S, seed=seed, drain_s=0.1 * PROBE_S
+    )
+    capacity = server.throughput_rps
+    return search_capacity(
+        probes,
+        (0.15 * capacity, 4.5 * capacity),
+        probe_cost_s=WARM_S + 1.1 * PROBE_S,
+        budget_s=BUDGET_S,
+        shortest_probe_s=WARM_S + 0.5 * PROBE_S,
+    )
+
+
+def replicates(server: SlotServer, limit_s: float) -> tuple[float, list[float], int]:
+    """(the flip, each replicate's width, how many held the flip)."""
+    truth = flip_rate(server, limit_s)
+    widths, holds = [], 0
+    for replicate in range(REPLICATES):
+        result = search(server, limit_s, seed=1000 * replicate)
+        assert result.spent_s <= BUDGET_S
+        passed, failed = result.passed_rps, result.failed_rps
+        widths.append(math.inf if passed is None or failed is None else failed / passed)
+        holds += passed is not None and failed is not None and passed <= truth <= failed
+    return truth, widths, holds
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("limit_s", "within", "held"),
+    [
+        # The flip just over the capacity (27.2 req/s): measured 17 of 20 within 1.5x
+        # (34 of 40 over 40 seeds), 18 of 20 held the flip; the misses found no pass.
+        (3.0, 14, 15),
+        # The flip at 92% of the capacity (24.4 req/s): measured 16 of 20 within 1.5x
+        # (29 of 40), 18 of 20 held it.
+        (0.5, 13, 15),
+    ],
+    ids=["ttft-3s", "ttft-500ms"],
+)
+def test_a_six_minute_search_brackets_a_16_slot_server_within_1_5x(
+    limit_s: float, within: int, held: int
+) -> None:
+    """The seeds are fixed, so the counts are exact; the thresholds sit 3 under what was
+    measured (two binomial sds of an 80% rate over 20), so that a change elsewhere (the
+    verdicts' dependence estimate) moves them without failing, while a search that
+    loses its repeats or its step over the band (6 and 4 of 20 before) fails."""
+    server = slots(16)
+    truth, widths, holds = replicates(server, limit_s)
+    assert 0.9 * server.throughput_rps < truth < 1.1 * server.throughput_rps
+    print(f"flip {truth:.2f}/s; within 1.5x {sum(w <= 1.5 for w in widths)}, held {holds}")
+    assert sum(width <= 1.5 for width in widths) >= within, sorted(widths)
+    assert holds >= held, (holds, truth)
+    assert all(width <= 1.75 for width in widths if math.isfinite(width)), sorted(widths)
+
+
+# A documented limit (docs/capacity.md): a 4-slot server serves 4x fewer requests a
+# probe, and near its capacity a queue of 4 slots moves every TTFT together for longer,
+# so a 60 s probe at 82% of the capacity holds ~15-25 effective requests where a pass at
+# a probe's share of alpha needs ~80. No 6-minute search closes 1.44x: measured 1 of 40
+# within 1.5x at the 3 s limit (median: no pass found), 1 of 20 with a 12-minute budget
+# (median 1.73x). A strict xfail: a search that meets 1.5x here must update the docs.
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="a 4-slot server is bracketed within 1.5x rarely")
+def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x() -> None:
+    _, widths, _ = replicates(slots(4), 3.0)
+    assert sum(width <= 1.5 for width in widths) >= REPLICATES // 2, sorted(widths)
