@@ -43,6 +43,7 @@ from pytest_latency.analysis.capacity_probe import (
 )
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.driver import Run, Target
+from pytest_latency.driver.loop import loop_options
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
@@ -128,7 +129,9 @@ class LiveSearch:
         workload = dataclasses.replace(self.template, phases=phases, seed=seed)
         run = Run(build_plan(workload), self.target)
         try:
-            decision = anyio.run(self._drive, run, rate, looks, confidences)
+            decision = anyio.run(
+                self._drive, run, rate, looks, confidences, backend_options=loop_options()
+            )
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
             self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, ""))
             raise
