@@ -91,6 +91,9 @@ def run_pytest(spec: Path, args: argparse.Namespace, work: Path) -> dict[str, An
         "spin_s": client.get("spin_s"),
         "process_cpu_s": process["cpu_s"],
         "process_wall_s": process["wall_s"],
+        # While driving: the whole process's CPU, and the driving thread's own.
+        "during_drive_process_cpu_s": process["process_cpu_s"],
+        "during_drive_thread_cpu_s": process["thread_cpu_s"],
         "valid": generator.get("valid"),
     }
     row["chunks_per_process_cpu_s"] = chunks / process["cpu_s"] if process["cpu_s"] else None
@@ -110,6 +113,8 @@ def show(label: str, row: dict[str, Any]) -> None:
         f" {row['chunks_per_drive_cpu_s'] or 0:7.0f} chunks/cpu-s"
         f"  process: cpu {row['process_cpu_s']:5.2f} s"
         f" {row['chunks_per_process_cpu_s'] or 0:7.0f} chunks/cpu-s"
+        f"  other threads while driving: cpu"
+        f" {row['during_drive_process_cpu_s'] - row['during_drive_thread_cpu_s']:5.2f} s"
         f"  ok {row['ok']}/{row['requests']}{'' if row['valid'] else '  INVALID'}",
         flush=True,
     )
