@@ -11,7 +11,6 @@ deadline (plus the scheduling slack of the event loop) whatever the server does.
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -24,6 +23,7 @@ from anyio.abc import TaskGroup
 
 from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.closed_loop import offered, run_user, users_of
+from pytest_latency.driver.drive_gc import quiet_gc, restore_gc
 from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
@@ -84,18 +84,6 @@ class RunAborted(Exception):
         super().__init__(f"latency run stopped by {type(cause).__name__}")
         self.result = result
         self.cause = cause
-
-
-def quiet_gc() -> None:
-    """Collect now and freeze what exists, so no full collection during the drive walks it.
-
-    A full (generation 2) collection of a pytest process with numpy, OpenTelemetry and
-    the plan loaded stalls the loop for 20-50 ms here: that was the p99 schedule lag.
-    After ``gc.freeze()`` collections walk only objects made during the drive. The drive
-    undoes it (``gc.unfreeze()``) when it ends.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 class Run:
@@ -170,9 +158,10 @@ class Run:
         self._driven = True
         sender = self._sender(choose_transport(self.target, client))
         monitor: LoopMonitor | None = None
+        collector: tuple[int, int, int] | None = None
         try:
             await self._warm(sender)
-            quiet_gc()
+            collector = quiet_gc()
             # End this loop step: the collection's stall (and I/O that queued during it)
             # belongs before time zero, not to the first sends.
             await anyio.lowlevel.checkpoint()
@@ -184,7 +173,8 @@ class Run:
                 await self._launch(tasks, sender)
         finally:
             self.client_load = monitor.load if monitor is not None else None
-            gc.unfreeze()
+            if collector is not None:
+                restore_gc(collector)
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
             self._mark_cancelled()
