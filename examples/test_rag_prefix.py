@@ -21,9 +21,7 @@ OPTIONS = {
     "seed": 3,
     "warmup_requests": 2,
 }
-OBJECTIVES = (
-    objective("ttft", p=50, max="100ms"),
-)
+OBJECTIVES = (objective("ttft", p=50, max="100ms"),)
 
 
 def test_rag_prefix_cache_hits_answer_sooner(latency):

@@ -125,8 +125,8 @@ def decide_objectives(
 
 
 def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:
-    """An inconclusive result's reason, with what would decide it (analysis/planning.py)."""
-    from pytest_latency.analysis.planning import what_would_decide
+    """An inconclusive result's reason, with what would decide it (analysis/advice.py)."""
+    from pytest_latency.analysis.advice import what_would_decide
 
     advice = what_would_decide(result, workload)
     if not advice:

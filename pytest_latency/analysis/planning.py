@@ -27,12 +27,9 @@ from dataclasses import dataclass, replace
 
 from pytest_latency.analysis.cohorts import in_range
 from pytest_latency.analysis.compare import per_sample_confidence
-from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import bound_ranks
 from pytest_latency.analysis.stored import MIN_TAIL_FOR_LOG_RATIO
 from pytest_latency.analysis.verdict import (
-    ObjectiveResult,
-    Verdict,
     clopper_pearson,
     samples_needed,
 )
@@ -49,8 +46,6 @@ _MAX_SUGGESTION_STEPS = 40  # each step lengthens the suggestion by 5%, checked 
 # A phase whose rate is at least this many times the one before it is a burst: its queue
 # builds through the phase, so the whole phase is one correlated unit (an episode).
 BURST_RATE_RATIO = 1.5
-# Beyond this many times the evidence a run holds, "run longer" is no longer advice.
-MAX_EVIDENCE_FACTOR = 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,70 +300,3 @@ def burst_phases(workload: Workload) -> set[str]:
         if phase.rate_to is not None or phase.mean_rate >= BURST_RATE_RATIO * before.mean_rate:
             found.add(phase.name)
     return found
-
-
-def evidence_factor(result: ObjectiveResult) -> float | None:
-    """How many times its effective n an inconclusive ``result`` needs to be decided.
-
-    A bound's distance from the estimate shrinks as ``1 / sqrt(effective n)``: the side
-    that straddles the limit must shrink to the estimate's distance from the limit. A
-    bound that does not exist yet needs the fewest independent requests for it. None
-    when no amount of data can tell (the estimate sits on the limit, nothing measured).
-    """
-    objective = result.objective
-    effective = result.effective_n
-    if effective <= 0 or not math.isfinite(result.estimate_s):
-        return None
-    if objective.metric == "attainment":  # higher is better: mirror it
-        limit, estimate = -(objective.min_value or 0.0), -result.estimate_s
-        lower, upper = -result.upper_s, -result.lower_s
-    else:
-        assert objective.max_s is not None  # absolute objectives only: checked by the caller
-        limit, estimate, lower, upper = (
-            objective.max_s,
-            result.estimate_s,
-            result.lower_s,
-            result.upper_s,
-        )
-    if estimate == limit:
-        return None
-    spread = upper - estimate if estimate < limit else estimate - lower
-    if not math.isfinite(spread):  # the bound does not exist yet at this effective n
-        needed = needed_requests(objective, result.confidence)
-        return None if needed is None else max(needed / effective, 1.0)
-    return max((spread / abs(limit - estimate)) ** 2, 1.0)
-
-
-def what_would_decide(result: ObjectiveResult, workload: Workload) -> str:
-    """For an inconclusive ``result`` of a run of ``workload`` (the episodes it ran):
-    how much longer, or how many episodes, would decide it, from the effective n
-    measured; "" when the verdict is decided or no amount of data would tell."""
-    objective = result.objective
-    if result.verdict is not Verdict.INCONCLUSIVE or objective.relative:
-        return ""
-    if objective.metric in ("recovery", "capacity"):
-        return ""
-    factor = evidence_factor(result)
-    if factor is None or factor > MAX_EVIDENCE_FACTOR:
-        return ""
-    head = f"to decide it: about {factor:.1f}x the evidence (effective n {result.effective_n:.0f})"
-    if workload.repeat > 1 or objective.phase in burst_phases(workload):
-        episodes = max(workload.repeat + 1, math.ceil(workload.repeat * factor))
-        cooldown = workload.cooldown_s or 10.0
-        # As analysis/looks.py plans rounds: one pass, then each added episode's cost,
-        # and a fifth more for the alpha the early looks spend.
-        once = workload.episode_s + drain_allowance_s(workload)
-        budget = 1.2 * (once + (episodes - 1) * episode_cost_s(workload))
-        return (
-            f"{head}: about {episodes} episodes (repeat: {episodes}, cooldown:"
-            f" {cooldown:g}s), or until_decided: {{max: {_rounded_up(budget):g}s}}"
-        )
-    seconds = workload.duration_s * factor
-    return (
-        f"{head}: a run about {factor:.1f}x as long (about {_rounded_up(seconds):g}s of"
-        f" phases), or until_decided: {{max: {_rounded_up(seconds * 1.2):g}s}}"
-    )
-
-
-def _rounded_up(seconds: float) -> float:
-    return 10.0 * math.ceil(seconds / 10.0)

@@ -62,6 +62,9 @@ class ObjectiveResult:
     warnings: tuple[str, ...] = ()
     # n after paying for correlation (n / design effect); n when the data look independent.
     n_effective: float | None = None
+    # The correlation the bound paid for, with its estimate's degrees of freedom (a
+    # percentile's own; None where the verdict rests on no such estimate).
+    dependence: Dependence | None = None
 
     @property
     def effective_n(self) -> float:
@@ -107,12 +110,12 @@ def decide(
     # quantile, the bound the data give is 0 s, not -inf (docs/statistics.md).
     lower = max(bounds.lower, 0.0)
     verdict, reason = _classify(
-        lower, bounds.upper, objective.max_s, objective, confidence,
-        bounds.dependence.n_effective,
-    )  # fmt: skip
+        lower, bounds.upper, objective.max_s, objective, confidence, bounds.dependence
+    )
     return ObjectiveResult(
         objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
         reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
+        dependence=bounds.dependence,
     )  # fmt: skip
 
 
@@ -147,19 +150,52 @@ def _classify(
     limit: float,
     objective: Objective,
     confidence: float = DEFAULT_CONFIDENCE,
-    effective_n: float = 0.0,
+    dependence: Dependence | None = None,
 ) -> tuple[Verdict, str]:
     if upper <= limit:
         return Verdict.PASS, "upper bound within the limit"
     if lower > limit:
         return Verdict.FAIL, "lower bound over the limit"
     if math.isinf(upper) and objective.p is not None:
-        needed = samples_needed(objective.p / 100.0, confidence)
-        return Verdict.INCONCLUSIVE, (
-            f"too few samples for a p{objective.p:g} bound: effective n={effective_n:.0f},"
+        return Verdict.INCONCLUSIVE, _no_upper_bound(objective.p, confidence, dependence)
+    return Verdict.INCONCLUSIVE, "the confidence interval straddles the limit"
+
+
+def few_degrees_of_freedom(p: float, confidence: float, dependence: Dependence) -> bool:
+    """Whether a missing upper bound on the p-th percentile wants episodes, not requests:
+    its effective n would give one were the correlation known (a few episodes' spread is
+    a poor estimate of it), or no count would at the episodes' degrees of freedom. (In
+    one episode more requests are more degrees of freedom too: the count is the limit.)"""
+    if dependence.method != "episodes":
+        return False
+    enough = math.floor(dependence.n_effective) >= samples_needed(p / 100.0, confidence)
+    return enough or adjusted_confidence(confidence, dependence) >= 1.0
+
+
+def _no_upper_bound(p: float, confidence: float, dependence: Dependence | None) -> str:
+    """Why there is no upper bound: too few effective requests, or too few episodes."""
+    dependence = dependence or independent(0)
+    effective, needed = dependence.n_effective, samples_needed(p / 100.0, confidence)
+    if not few_degrees_of_freedom(p, confidence, dependence):
+        return (
+            f"too few samples for a p{p:g} bound: effective n={effective:.0f},"
             f" roughly {needed}+ independent requests needed"
         )
-    return Verdict.INCONCLUSIVE, "the confidence interval straddles the limit"
+    degrees = dependence.degrees_of_freedom
+    head = (
+        f"too few episodes for a p{p:g} bound: {degrees + 1:.0f} episodes give the"
+        f" correlation estimate {degrees:.0f} degrees of freedom"
+    )
+    adjusted = adjusted_confidence(confidence, dependence)
+    if adjusted >= 1.0:
+        return (
+            f"{head}, too few for any bound at {confidence * 100:.4g}% confidence: more requests"
+            f" per episode cannot give one (effective n {effective:.0f})"
+        )
+    return (
+        f"{head}, at which a bound needs effective n {samples_needed(p / 100.0, adjusted)}+"
+        f" (effective n {effective:.0f}; {needed}+ with the correlation known)"
+    )
 
 
 def samples_needed(q: float, confidence: float = DEFAULT_CONFIDENCE) -> int:

@@ -11,16 +11,20 @@ the probe drains: it polls the server's ``/metrics`` until nothing waits or runs
 without one, the client's own requests have all ended), so one probe's queue never
 spills into the next. The whole search, warm-ups and drains included, ends by the
 budget: at the deadline the running probe is cancelled (docs/capacity.md).
+
+Like any run, each probe is observed (:class:`ProbeTelemetry`): its requests carry trace
+context, ``/metrics`` is scraped while it drives, and after its drain its records are
+joined with the server's spans by trace id (queue wait, prefill, decode).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -41,13 +45,17 @@ from pytest_latency.analysis.capacity_probe import (
     queue_evidence,
     saturated,
 )
-from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.driver import Run, Target
 from pytest_latency.driver.loop import loop_options
+from pytest_latency.plugin.capacity_timeline import ProbeRun
+from pytest_latency.plugin.capacity_timeline import capacity_result as capacity_result
+from pytest_latency.plugin.capacity_timeline import search_timeline as search_timeline
+from pytest_latency.plugin.capacity_timeline import search_workload as search_workload
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
-from pytest_latency.servers.base import ServerInfo
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
-from pytest_latency.spec.model import MAX_SEED, Objective, Phase, Workload
+from pytest_latency.spec.model import MAX_SEED, Objective, Workload
+from pytest_latency.telemetry.hub import Observation, TelemetryHub
+from pytest_latency.telemetry.join import JoinReport
 from pytest_latency.telemetry.queue_depth import queue_depth
 from pytest_latency.workload import build_plan
 
@@ -58,15 +66,14 @@ DRAIN_ALLOWANCE = 0.1  # of the probe, planned per probe for its drain (at least
 BUDGET_SPENT = f"{STOPPED_EARLY}the capacity search's budget ran out"
 
 
-@dataclass(slots=True)
-class ProbeRun:
-    """One probe as run: its workload (warm-up and probe phases) and every record."""
+@dataclass(frozen=True, slots=True)
+class ProbeTelemetry:
+    """How probes are observed, as the session observes any run: the session's hub
+    (client spans, ``/metrics`` scraping, the span receiver) and the server's kind."""
 
-    rate: float
-    workload: Workload
-    records: list[RequestRecord]
-    started_at_unix: float
-    drain: str  # how the drain ended
+    hub: TelemetryHub
+    kind: str  # the server's kind: which /metrics names to read
+    expect_spans: bool  # the server exports spans to the hub's receiver
 
 
 @dataclass(slots=True)
@@ -89,15 +96,18 @@ class LiveSearch:
         target: Target,
         *,
         confidence: float,
+        telemetry: ProbeTelemetry | None = None,
     ) -> None:
         self.spec, self.template, self.criteria, self.target = spec, template, criteria, target
         self.confidence = confidence
+        self.telemetry = telemetry
         self.runs: list[ProbeRun] = []
         self.results: list[ProbeResult] = []  # every decided probe, for an interrupted search
         # The probe requests each decided probe rested on, by rate: a repeat pools them.
         self._decided_at: dict[float, list[tuple[RequestRecord, ...]]] = {}
         self._deadline = math.inf
         self._last_end = 0.0
+        self._spanless = False  # a probe got no span at all: later ones wait for none
 
     @property
     def probe_cost_s(self) -> float:
@@ -127,23 +137,38 @@ class LiveSearch:
         seed = (self.template.seed + len(self.runs)) % (MAX_SEED + 1)
         phases = self.spec.probe_phases(rate)
         workload = dataclasses.replace(self.template, phases=phases, seed=seed)
-        run = Run(build_plan(workload), self.target)
+        spans = self.telemetry.hub.client_spans if self.telemetry is not None else None
+        run = Run(build_plan(workload), self.target, spans)
+        observation = Observation()
         try:
-            decision = anyio.run(
-                self._drive, run, rate, looks, confidences, backend_options=loop_options()
-            )
+            with self._observe() as observation:
+                decision = anyio.run(
+                    self._drive, run, rate, looks, confidences, backend_options=loop_options()
+                )
+                observation.time_zero_ns = run.started_ns or None
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
-            self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, ""))
+            self.runs.append(
+                ProbeRun(
+                    rate, workload, run.records, run.started_at_unix, "",
+                    series=observation.series,
+                )
+            )  # fmt: skip
             raise
         drain = self._drain() if decision is not None else "budget ran out"
+        joined = self._join(run.records)
         if decision is None:  # cancelled at the deadline: nothing decided
             for record in run.records:
                 if record.status is Status.CANCELLED:
                     record.error = BUDGET_SPENT
-            offered = sum(r.phase == PROBE_PHASE for r in run.records)
             labels = [goal.label for goal in self.criteria]
-            decision = _Decision(dict.fromkeys(labels, "inconclusive"), offered, False)
-        self.runs.append(ProbeRun(rate, workload, run.records, run.started_at_unix, drain))
+            # No look decided it: none of its requests is what a verdict rests on.
+            decision = _Decision(dict.fromkeys(labels, "inconclusive"), 0, False)
+        self.runs.append(
+            ProbeRun(
+                rate, workload, run.records, run.started_at_unix, drain, joined,
+                observation.series,
+            )
+        )  # fmt: skip
         now = time.monotonic()
         cost, self._last_end = now - self._last_end, now
         if decision.seen:
@@ -160,6 +185,31 @@ class LiveSearch:
             )
         )
         return self.results[-1]
+
+    @contextlib.contextmanager
+    def _observe(self) -> Iterator[Observation]:
+        """Scrape the server's /metrics while the block runs, as for any run."""
+        if self.telemetry is None:
+            yield Observation()
+            return
+        with self.telemetry.hub.observe(self.target.base_url, self.telemetry.kind) as seen:
+            yield seen
+
+    def _join(self, records: Sequence[RequestRecord]) -> JoinReport | None:
+        """The probe's records joined with the server's spans, after its drain (so the
+        spans of its last requests have had time to arrive). The wait for late spans
+        ends by the budget's deadline, and once a probe got none at all the later ones
+        do not wait for them: a server that does not export would otherwise cost every
+        probe the whole grace period."""
+        if self.telemetry is None:
+            return None
+        expect = self.telemetry.expect_spans and not self._spanless
+        left = max(0.0, self._deadline - time.monotonic())
+        joined = self.telemetry.hub.join(records, expect_spans=expect, max_wait_s=left)
+        self._spanless = self._spanless or (
+            expect and joined.joined == 0 and any(r.ok for r in records)
+        )
+        return joined
 
     def interrupted(self, why: str) -> CapacityResult:
         """The search so far when it was cut short: its probes, and no bracket (a search
@@ -269,65 +319,3 @@ async def _until_ended(records: Sequence[RequestRecord], limit_s: float | None) 
             await anyio.sleep(ENDED_POLL_S)
         return True
     return False
-
-
-def search_timeline(runs: Sequence[ProbeRun]) -> tuple[list[RequestRecord], list[Phase]]:
-    """Every probe's records on one timeline, phases numbered per probe (``probe-1``...).
-
-    Each probe starts where the previous one's planned phases ended (drains are not on
-    the timeline); ids run on. Returns the records and each probe's phases.
-    """
-    records: list[RequestRecord] = []
-    phases: list[Phase] = []
-    offset = 0.0
-    for number, probe in enumerate(runs, start=1):
-        for phase in probe.workload.phases:
-            phases.append(dataclasses.replace(phase, name=f"{phase.name}-{number}"))
-        for record in probe.records:
-            moved = dataclasses.replace(
-                record,
-                id=len(records),
-                phase=f"{record.phase}-{number}",
-                intended_s=record.intended_s + offset,
-                sent_s=_shift(record.sent_s, offset),
-                first_token_s=_shift(record.first_token_s, offset),
-                end_s=_shift(record.end_s, offset),
-            )
-            records.append(moved)
-        offset += probe.workload.duration_s
-    return records, phases
-
-
-def _shift(instant: float | None, offset: float) -> float | None:
-    return None if instant is None else instant + offset
-
-
-def search_workload(template: Workload, runs: Sequence[ProbeRun]) -> Workload:
-    """The workload the search offered: every probe's phases in order (the template's
-    phases when no probe ran)."""
-    _, phases = search_timeline(runs)
-    return dataclasses.replace(template, phases=tuple(phases)) if phases else template
-
-
-def capacity_result(
-    search: LiveSearch, found: CapacityResult, *, test: str, server: ServerInfo, **fields: Any
-) -> LatencyResult:
-    """The search as one run for the reports: every probe's records on one timeline, the
-    bracket in ``capacity``; ``fields`` are further :class:`LatencyResult` fields."""
-    from pytest_latency.analysis.health import check_generator
-
-    records, _ = search_timeline(search.runs)
-    workload = search_workload(search.template, search.runs)
-    started = search.runs[0].started_at_unix if search.runs else time.time()
-    return LatencyResult(
-        test=test,
-        server=server,
-        workload=workload,
-        records=records,
-        started_at_unix=started,
-        elapsed_s=found.spent_s,
-        health=check_generator(records, workload) if records else None,
-        capacity=found,
-        capacity_spec=search.spec,
-        **fields,
-    )

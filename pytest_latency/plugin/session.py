@@ -298,7 +298,7 @@ class LatencySession:
         """Search the capacity with live probes (docs/capacity.md): one run for the reports,
         its bracket in ``result.capacity``; each probe decides ``criteria``."""
         from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
-        from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result
+        from pytest_latency.plugin.capacity_run import LiveSearch, ProbeTelemetry, capacity_result
         from pytest_latency.plugin.gate import enforce
 
         if template.until_decided_s is not None:
@@ -309,12 +309,15 @@ class LatencySession:
         template = self._seeded(template, keep_seed=False)
         baseline_key = self.next_key(key or test, test)
         info = self.server(server)
+        # Observed like any run: trace context, /metrics, the join with server spans.
+        expect_spans = info.exports_spans or self.options.otlp_receiver is not None
         search = LiveSearch(
             spec,
             template,
             criteria,
             run_target(self.options, info, template),
             confidence=DEFAULT_CONFIDENCE,
+            telemetry=ProbeTelemetry(self.telemetry, info.kind, expect_spans),
         )
         interrupted: KeyboardInterrupt | None = None
         try:
@@ -324,6 +327,7 @@ class LatencySession:
         result = capacity_result(
             search, found, test=test, server=info, inconclusive_policy=self.options.inconclusive,
             interrupted=None if interrupted is None else stop_reason(interrupted),
+            summary_percentiles=self.options.percentiles, trace_url_template=self.options.trace_url,
         )  # fmt: skip
         result.gate, result.error_budget, result.baseline_key = (
             enforce,

@@ -6,6 +6,7 @@ files, so the YAML parser and the verdict code (scipy) load with the first spec 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,10 +44,39 @@ class SloItem(pytest.Item):
     def __init__(self, *, spec: SloSpec, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.add_marker("latency")  # so -m 'not latency' deselects spec files too
-        for name in spec.markers:  # the file's ``markers:``, for -m like any test's marks
-            self.add_marker(name)
         self.spec = spec
+        self._add_file_markers()
         self.result: LatencyResult | None = None
+
+    def _add_file_markers(self) -> None:
+        """The file's ``markers:``, for -m like any test's marks. An unregistered one is
+        reported at its line in the file (pytest's own warning would point into pytest):
+        an error under ``--strict-markers``, else a PytestUnknownMarkWarning there."""
+        registered = {
+            line.split(":", 1)[0].split("(", 1)[0].strip() for line in self.config.getini("markers")
+        }
+        strict = _strict_markers(self.config)
+        lines = self.spec.marker_lines or (1,) * len(self.spec.markers)
+        for index, (name, line) in enumerate(zip(self.spec.markers, lines, strict=False)):
+            if name not in registered:
+                where = f"{self.path}:{line}: markers[{index}]"
+                if strict:
+                    pytest.fail(
+                        f"{where}: {name!r} not found in `markers` configuration option",
+                        pytrace=False,
+                    )
+                warnings.warn_explicit(
+                    pytest.PytestUnknownMarkWarning(
+                        f"unknown marker {name!r} in {self.path.name}: register it in your"
+                        " pytest configuration (markers = ...) to avoid this warning"
+                    ),
+                    pytest.PytestUnknownMarkWarning,
+                    str(self.path),
+                    line,
+                )
+            with warnings.catch_warnings():  # reported above, at the file's line
+                warnings.simplefilter("ignore", pytest.PytestUnknownMarkWarning)
+                self.add_marker(name)
 
     def setup(self) -> None:
         # The run happens in setup, so a run that cannot be trusted (server down, generator
@@ -137,6 +167,22 @@ class SloItem(pytest.Item):
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"latency spec {self.name}"
+
+
+def _strict_markers(config: pytest.Config) -> bool:
+    """Whether unknown markers are errors: ``--strict-markers`` (or ``strict``, which
+    implies it in pytest 9), as pytest itself decides; options this pytest lacks count
+    as unset (pytest 8 keeps the flags as options)."""
+    if getattr(config.option, "strict_markers", False) is True:
+        return True
+    for name in ("strict_markers", "strict"):
+        try:
+            value = config.getini(name)
+        except ValueError:
+            continue
+        if value is not None:
+            return bool(value)
+    return False
 
 
 def collect_file(file_path: Path, parent: pytest.Collector) -> SloFile | None:

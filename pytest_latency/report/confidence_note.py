@@ -8,7 +8,7 @@ that all of them hold together at 99%. Without this line the odd figure reads as
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
 from pytest_latency.analysis.result import LatencyResult
@@ -25,9 +25,13 @@ def _shared_by(confidence: float) -> int | None:
 
 def confidence_note(runs: Sequence[LatencyResult]) -> str | None:
     """``confidence: 99.667% = 99% shared by 3 objectives ...``; None without verdicts."""
-    figures = sorted(
-        {result.confidence for run in runs for result in run.objective_results}, reverse=True
-    )
+    return note_for(result.confidence for run in runs for result in run.objective_results)
+
+
+def note_for(confidences: Iterable[float]) -> str | None:
+    """The note for these verdicts' confidences (a summary rendered from a saved file has
+    only the figures); None when there are none."""
+    figures = sorted(set(confidences), reverse=True)
     if not figures:
         return None
     total = f"{DEFAULT_CONFIDENCE:.0%}"

@@ -50,13 +50,22 @@ def capacity_dict(run: LatencyResult) -> dict[str, Any]:
     """A capacity run's search (docs/json.md): the bracket, every probe, and the search's
     settings and assumption; each probe's requests are in phase ``probe-<number>``."""
     from pytest_latency.analysis.capacity import DEFAULT_LOOKS
+    from pytest_latency.analysis.probe_counts import each_probe
 
     assert run.capacity is not None
     settings = run.capacity_spec.to_json() if run.capacity_spec is not None else {}
     found = run.capacity.to_json()
+    counted = each_probe(run.records, [probe.offered for probe in run.capacity.probes])
     probes = [
-        {**probe.to_json(), "phase": f"probe-{number}"}
-        for number, probe in enumerate(run.capacity.probes, start=1)
+        {
+            **probe.to_json(),
+            "phase": f"probe-{number}",
+            **counts.to_json(),
+            "server": server.to_json(),
+        }
+        for number, (probe, (counts, server)) in enumerate(
+            zip(run.capacity.probes, counted, strict=True), start=1
+        )
     ]
     return {
         **settings,

@@ -18,8 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
+from pytest_latency.report.capacity_table import probe_count_cells
+from pytest_latency.report.confidence_note import note_for
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
-from pytest_latency.report.html.tables import objective_label, objective_value
+from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
 from pytest_latency.report.throughput_table import markdown_lines as throughput_markdown
 
 if TYPE_CHECKING:
@@ -92,6 +94,29 @@ def verdict_lines(run: ReportRun) -> list[str]:
     return table(head, rows)
 
 
+def latency_lines(run: ReportRun) -> list[str]:
+    """Each phase's latency percentiles: the ones ``--latency-percentiles`` chose and the
+    objectives' own, as the terminal summary shows them (none in the run: no table)."""
+    listed = run.section("phases")
+    phases = [
+        row
+        for row in (listed if isinstance(listed, list) else [])
+        if isinstance(row, Mapping) and isinstance(row.get("percentiles_s"), Mapping)
+    ]
+    keys = percentile_keys(phases)
+    rows = [
+        [md_text(phase.get("name")), md_text(metric)]
+        + [md_text(format_seconds(number(values.get(key)))) for key in keys]
+        for phase in phases
+        for metric, values in phase["percentiles_s"].items()
+        if isinstance(values, Mapping)
+    ]
+    if not rows:
+        return []
+    note = "**Latency** (each phase's percentiles: the chosen ones and the objectives' own):"
+    return [note, "", *table(["phase", "metric", *keys], rows), ""]
+
+
 def _trace_cell(run: ReportRun, record: RequestRecord) -> str:
     if not record.trace_id:
         return "no trace id"
@@ -160,7 +185,7 @@ def capacity_lines(run: ReportRun) -> list[str]:
     if not isinstance(search, Mapping):
         return []
     rows = [
-        [md_text(f"{probe.get('rate', 0):.3g}/s"), md_text(probe.get("offered")),
+        [md_text(f"{probe.get('rate', 0):.3g}/s"), *(md_text(n) for n in probe_count_cells(probe)),
          md_text(probe.get("outcome")), "yes" if probe.get("stopped_early") else "no"]
         for probe in search.get("probes") or [] if isinstance(probe, Mapping)
     ]  # fmt: skip
@@ -169,7 +194,8 @@ def capacity_lines(run: ReportRun) -> list[str]:
         f"**Capacity**: passed at {'-' if passed is None else f'{passed:.3g}/s'}, failed at"
         f" {'-' if failed is None else f'{failed:.3g}/s'}; {md_text(search.get('stopped'))}"
     )
-    return [bracket, "", *table(("rate", "offered", "outcome", "stopped early"), rows), ""]
+    heads = ("rate", "planned", "sent", "cancelled", "decided on", "outcome", "stopped early")
+    return [bracket, "", *table(heads, rows), ""]
 
 
 def run_mark(run: ReportRun) -> str:
@@ -203,6 +229,7 @@ def run_section(run: ReportRun) -> str:
         *invalid_lines(run),
         *verdict_lines(run),
         "",
+        *latency_lines(run),
         *capacity_lines(run),
         *throughput_markdown(run.section("phases")),
         "**Slowest requests** (by time to first token, from the planned send):",
@@ -232,8 +259,16 @@ def headline(runs: Sequence[ReportRun]) -> str:
     order = ("INVALID", "ERROR", "FAIL", "INCONCLUSIVE", "NO OBJECTIVE", "PASS")
     shown = ", ".join(f"{marks[mark]} {mark}" for mark in order if mark in marks)
     tally = ", ".join(f"{count} {verdict}" for verdict, count in sorted(counts.items()))
+    confidences = [
+        row["confidence"]
+        for run in runs
+        for row in objective_rows(run)
+        if isinstance(row.get("confidence"), float)
+    ]
+    note = note_for(confidences)
     return (
         f"## Latency objectives\n\n{len(runs)} run(s): {shown}; objectives: {tally or 'none'}\n\n"
+        + ("" if note is None else f"{md_text(note, limit=2000)}\n\n")
     )
 
 

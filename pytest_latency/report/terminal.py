@@ -89,7 +89,7 @@ def format_run(
         for reason in run.health.reasons:
             lines.extend(wrap(f"INVALID RUN: {reason}", width, "  "))
     if run.capacity is not None:
-        lines.extend(capacity_lines(run.capacity, run.capacity_spec, width))
+        lines.extend(capacity_lines(run.capacity, run.capacity_spec, width, run.records))
     if run.until_decided is not None:
         lines.extend(wrap(run.until_decided.summary(), width, "  ", "    "))
     for finding in format_findings(run.diagnosis() if findings is None else findings):

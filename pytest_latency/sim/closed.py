@@ -2,29 +2,29 @@
 the previous one ended (plus a think time), against the reference server's engine.
 
 The twin of :func:`pytest_latency.sim.virtual.simulate` for ``arrival: concurrent``
-phases: same :class:`~pytest_latency.sim.engine.Engine`, a discrete-event loop, no
-network. Its throughput is what a closed-loop phase against the live embedded server
-should measure, less the client's own round trip (loopback: well under a millisecond).
+phases, and played by it: a user's next request is the arrival its previous request's
+release adds. Its throughput is what a closed-loop phase against the live embedded
+server should measure, less the client's own round trip (loopback: well under a
+millisecond).
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
-from collections.abc import Sequence as Seq
+from collections.abc import Sequence
 
 from pytest_latency.sim.config import SimConfig
-from pytest_latency.sim.engine import Engine, Sequence, State, Step
-from pytest_latency.sim.virtual import Arrival, SimResult, result_of
+from pytest_latency.sim.virtual import Arrival, SimResult, simulate
 
-_ARRIVE, _STEP_END, _DEADLINE = 0, 1, 2
+# A loopback client's round trip before it resends a request refused at once.
+RETRY_ROUND_TRIP_S = 1e-3
 
 
 def simulate_closed(
     config: SimConfig,
     users: int,
     duration_s: float,
-    shapes: Seq[tuple[int, int]],
+    shapes: Sequence[tuple[int, int]],
     think_s: float = 0.0,
 ) -> list[SimResult]:
     """Every request the users sent in ``[0, duration_s)``, in send order; ``shapes``
@@ -32,50 +32,26 @@ def simulate_closed(
     or expires) is free ``think_s`` later; requests in flight at the end run to theirs."""
     if users < 1 or duration_s <= 0 or not shapes:
         raise ValueError("simulate_closed needs users >= 1, duration_s > 0 and shapes")
-    engine = Engine(config, start=0.0)
-    events: list[tuple[float, int, int, object]] = []
-    counter = itertools.count()
     shape = itertools.cycle(shapes)
-    sent: list[tuple[Arrival, Sequence]] = []
-    owner: dict[int, int] = {}  # sequence id -> user
-    token_times: dict[int, list[float]] = {}
 
-    def push(at: float, kind: int, payload: object) -> None:
-        heapq.heappush(events, (at, next(counter), kind, payload))
+    def request_at(at: float) -> Arrival:
+        prompt, output = next(shape)
+        return Arrival(at, prompt, output)
 
-    def free(user: int, now: float) -> None:
-        if now + think_s < duration_s:
-            push(now + think_s, _ARRIVE, user)
+    # Users are interchangeable: whichever request ends frees "a" user. Shapes go out in
+    # send order, as virtual time only moves forward and every user thinks equally long.
+    releases_at_instant = {"at": -1.0, "count": 0}
 
-    for user in range(users):
-        push(0.0, _ARRIVE, user)
-    while events:  # finite: no arrival at or after duration_s, every sequence ends
-        now, _, kind, payload = heapq.heappop(events)
-        if kind == _ARRIVE:
-            assert isinstance(payload, int)
-            prompt, output = next(shape)
-            admission = engine.submit(now, prompt, output)
-            seq = admission.sequence
-            sent.append((Arrival(now, prompt, output), seq))
-            owner[seq.id] = payload
-            if seq.state is State.QUEUED:
-                push(seq.deadline, _DEADLINE, seq)
-            elif seq.state is not State.RUNNING:  # refused at once: the user is free
-                free(payload, now)
-            if admission.step is not None:
-                push(admission.step.end, _STEP_END, admission.step)
-        elif kind == _STEP_END:
-            assert isinstance(payload, Step)
-            outcome = engine.end_step(payload, now)
-            for seq in outcome.emitted:
-                token_times.setdefault(seq.id, []).append(now)
-            for seq in outcome.finished:
-                free(owner[seq.id], now)
-            if outcome.next_step is not None:
-                push(outcome.next_step.end, _STEP_END, outcome.next_step)
+    def next_request(released_at: float) -> Arrival | None:
+        if released_at == releases_at_instant["at"]:
+            releases_at_instant["count"] += 1
         else:
-            assert isinstance(payload, Sequence)
-            # Expired now, or already by the engine's own sweep: the user is free.
-            if engine.expire(payload, now) or payload.state is State.EXPIRED:
-                free(owner[payload.id], now)
-    return [result_of(arrival, seq, token_times.get(seq.id, [])) for arrival, seq in sent]
+            releases_at_instant.update(at=released_at, count=1)
+        # More releases at one instant than users: every user was refused at once and,
+        # with no think time, would resend at that same instant forever. A live client
+        # pays a round trip first; so does the simulated one.
+        pause_s = RETRY_ROUND_TRIP_S if releases_at_instant["count"] > users else 0.0
+        at = released_at + max(think_s, pause_s)
+        return request_at(at) if at < duration_s else None
+
+    return simulate(config, [request_at(0.0) for _ in range(users)], on_release=next_request)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pytest_latency.sim.config import SimConfig
@@ -57,36 +57,50 @@ class SimResult:
 _ARRIVE, _STEP_END, _DEADLINE = 0, 1, 2
 
 
-def simulate(config: SimConfig, arrivals: Iterable[Arrival]) -> list[SimResult]:
+#: Called with the time a request left the server (it ended, was refused, or expired);
+#: the arrival it returns, if any, joins the run: a closed-loop user's next request.
+OnRelease = Callable[[float], Arrival | None]
+
+
+def simulate(
+    config: SimConfig, arrivals: Iterable[Arrival], on_release: OnRelease | None = None
+) -> list[SimResult]:
     """Play ``arrivals`` through the engine; one result per arrival, in arrival order.
 
     Time zero is the server's start, so ``config.cold_start_s`` applies: arrivals before
-    it are refused as ``unavailable``, as the live server answers 503.
+    it are refused as ``unavailable``, as the live server answers 503. ``on_release``
+    adds the arrivals each request's release causes (see
+    :func:`~pytest_latency.sim.closed.simulate_closed`); it must not return one at the
+    release time for a refusal, or virtual time never advances.
     """
-    ordered = sorted(arrivals, key=lambda arrival: arrival.at_s)
     engine = Engine(config, start=0.0)
     events: list[tuple[float, int, int, object]] = []
-    counter = 0
+    counter = itertools.count()  # insertion order breaks ties, keeping the run deterministic
 
     def push(at: float, kind: int, payload: object) -> None:
-        nonlocal counter
-        counter += 1  # insertion order breaks ties, keeping the run deterministic
-        heapq.heappush(events, (at, counter, kind, payload))
+        heapq.heappush(events, (at, next(counter), kind, payload))
 
-    for arrival in ordered:
+    def release(now: float) -> None:
+        if on_release is not None and (follow_up := on_release(now)) is not None:
+            push(follow_up.at_s, _ARRIVE, follow_up)
+
+    for arrival in sorted(arrivals, key=lambda arrival: arrival.at_s):
         push(arrival.at_s, _ARRIVE, arrival)
-    sequences: list[Sequence] = []
+    sent: list[tuple[Arrival, Sequence]] = []
     token_times: dict[int, list[float]] = {}
-    while events:  # finite: every sequence finishes within output_tokens steps
+    while events:  # finite if on_release is: every sequence ends within output_tokens steps
         now, _, kind, payload = heapq.heappop(events)
         if kind == _ARRIVE:
             assert isinstance(payload, Arrival)
             admission = engine.submit(
                 now, payload.prompt_tokens, payload.output_tokens, blocks=payload.blocks
             )
-            sequences.append(admission.sequence)
-            if admission.sequence.state is State.QUEUED:
-                push(admission.sequence.deadline, _DEADLINE, admission.sequence)
+            seq = admission.sequence
+            sent.append((payload, seq))
+            if seq.state is State.QUEUED:
+                push(seq.deadline, _DEADLINE, seq)
+            elif seq.state is not State.RUNNING:  # refused at once
+                release(now)
             if admission.step is not None:
                 push(admission.step.end, _STEP_END, admission.step)
         elif kind == _STEP_END:
@@ -94,15 +108,16 @@ def simulate(config: SimConfig, arrivals: Iterable[Arrival]) -> list[SimResult]:
             outcome = engine.end_step(payload, now)
             for seq in outcome.emitted:
                 token_times.setdefault(seq.id, []).append(now)
+            for _ in outcome.finished:
+                release(now)
             if outcome.next_step is not None:
                 push(outcome.next_step.end, _STEP_END, outcome.next_step)
         else:
             assert isinstance(payload, Sequence)
-            engine.expire(payload, now)
-    return [
-        result_of(arrival, seq, token_times.get(seq.id, []))
-        for arrival, seq in zip(ordered, sequences, strict=True)
-    ]
+            # Expired now, or already by the engine's own sweep: released at its deadline.
+            if engine.expire(payload, now) or payload.state is State.EXPIRED:
+                release(now)
+    return [result_of(arrival, seq, token_times.get(seq.id, [])) for arrival, seq in sent]
 
 
 def result_of(arrival: Arrival, seq: Sequence, times: list[float]) -> SimResult:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from keyword import iskeyword
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import yaml
 
@@ -19,10 +19,7 @@ from pytest_latency.spec.capacity import (
     check_capacity_objectives,
     workload_without_phases,
 )
-from pytest_latency.spec.concurrent_yaml import parse_concurrent_phase
 from pytest_latency.spec.model import (
-    ARRIVALS,
-    Arrival,
     Objective,
     Phase,
     ServerSpec,
@@ -30,15 +27,10 @@ from pytest_latency.spec.model import (
     parse_gpus,
 )
 from pytest_latency.spec.objectives_yaml import parse_objectives, raw_phase_names
-from pytest_latency.spec.phase import parse_stop
+from pytest_latency.spec.phase_yaml import parse_phase
 from pytest_latency.spec.plan_scope import scope_problems
 from pytest_latency.spec.sessions import SESSION_KEYS, parse_session_keys
-from pytest_latency.spec.sources_yaml import (
-    SOURCE_KEYS,
-    TRACE_PHASE_KEYS,
-    parse_sources,
-    parse_trace_phase,
-)
+from pytest_latency.spec.sources_yaml import SOURCE_KEYS, parse_sources
 from pytest_latency.spec.yaml_context import SpecFileError as SpecFileError  # re-exported
 from pytest_latency.spec.yaml_context import YamlContext as _Context
 from pytest_latency.spec.yaml_lines import LineList as _List
@@ -60,20 +52,9 @@ class SloSpec:
     id: str | None = None  # the baseline key, instead of the file's path (keys.py)
     objective_lines: tuple[int, ...] = ()  # each objective's line, for warnings there
     capacity: CapacitySpec | None = None  # a capacity search instead of phases
+    marker_lines: tuple[int, ...] = ()  # each marker's line, for a warning about it there
 
 
-def _arrival(value: Any) -> Arrival:
-    if value not in ARRIVALS:
-        raise ValueError(
-            f"arrival must be one of {', '.join(ARRIVALS)}, got {value!r}"
-            + check.did_you_mean(value, ARRIVALS)
-        )
-    return cast(Arrival, value)
-
-
-_PHASE_KEYS = ("name", "arrival", "rate", "duration", "burstiness", "from", "to", "stop")
-_CONCURRENT_KEYS = ("name", "arrival", "users", "think_time", "duration", "stop")
-_ANY_PHASE_KEYS = tuple(dict.fromkeys(_PHASE_KEYS + TRACE_PHASE_KEYS + _CONCURRENT_KEYS))
 _WORKLOAD_KEYS = (
     "seed",
     "input_tokens",
@@ -92,43 +73,6 @@ _WORKLOAD_KEYS = (
 _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
 
 
-def _parse_phase(context: _Context, value: Any, line: int, key: str) -> Phase:
-    node = context.mapping(value, line, key, _ANY_PHASE_KEYS)
-    if node.get("arrival") == "trace":
-        return parse_trace_phase(context, node, key)
-    if node.get("arrival") == "concurrent":
-        return parse_concurrent_phase(context, node, key, _CONCURRENT_KEYS)
-    stray_keys = (name for name in node if name in _ANY_PHASE_KEYS and name not in _PHASE_KEYS)
-    if (stray := next(stray_keys, None)) is not None:
-        needed = "trace" if stray in TRACE_PHASE_KEYS else "concurrent"
-        problem = f"{stray}: needs arrival: {needed}"
-        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
-    rate_key = "from" if node.get("arrival") == "ramp" else "rate"  # a ramp: from -> to
-    if (stray := "rate" if rate_key == "from" else "from") in node:
-        problem = "a ramp takes from: and to:" if stray == "rate" else "from: needs arrival: ramp"
-        raise context.fail(node.key_lines[stray], f"{key}.{stray}", problem)
-    for required in ("name", rate_key, "duration"):
-        if required not in node:
-            raise context.fail(node.line, f"{key}.{required}", "missing")
-    return context.build(
-        node,
-        key,
-        lambda: Phase(
-            name=context.field(node, "name", key, check.as_text),
-            rate=context.field(node, rate_key, key, check.as_number),
-            rate_to=context.field(node, "to", key, check.as_number) if "to" in node else None,
-            stop=context.field(node, "stop", key, parse_stop) if "stop" in node else None,
-            duration_s=context.field(node, "duration", key, check.as_positive_duration),
-            arrival=context.field(node, "arrival", key, _arrival)
-            if "arrival" in node
-            else "poisson",
-            burstiness=context.field(node, "burstiness", key, check.as_number)
-            if "burstiness" in node
-            else 1.0,
-        ),
-    )
-
-
 def _parse_phases(context: _Context, node: _Map) -> tuple[Phase, ...]:
     """The workload's phases that parse; each one that does not is recorded."""
     phases_node = node.get("phases")
@@ -141,7 +85,7 @@ def _parse_phases(context: _Context, node: _Map) -> tuple[Phase, ...]:
         return ()
     parsed = (
         context.recover(
-            partial(_parse_phase, context, item, item_line, f"workload.phases[{index}]"), None
+            partial(parse_phase, context, item, item_line, f"workload.phases[{index}]"), None
         )
         for index, (item, item_line) in enumerate(
             zip(phases_node, phases_node.item_lines, strict=True)
@@ -348,6 +292,7 @@ def _spec_of(context: _Context, top: _Map) -> SloSpec:
         id=spec_id,
         objective_lines=lines,
         capacity=capacity,
+        marker_lines=tuple(top["markers"].item_lines) if markers else (),
     )
 
 

@@ -112,8 +112,15 @@ class TelemetryHub:
                 scraper.time_zero_ns = observation.time_zero_ns
             observation.series = scraper.stop()
 
-    def join(self, records: Sequence[RequestRecord], *, expect_spans: bool) -> JoinReport:
-        """Attach server durations to ``records``; wait for late spans only if expected."""
+    def join(
+        self,
+        records: Sequence[RequestRecord],
+        *,
+        expect_spans: bool,
+        max_wait_s: float | None = None,
+    ) -> JoinReport:
+        """Attach server durations to ``records``; wait for late spans only if expected
+        (at most the grace period, and at most ``max_wait_s`` when given)."""
         from pytest_latency.telemetry.join import join_records
 
         receiver = self._receiver
@@ -123,6 +130,8 @@ class TelemetryHub:
         wanted = [record.trace_id for record in records if record.ok]
         started = time.monotonic()
         grace = self.settings.grace_s if expect_spans else 0.0
+        if max_wait_s is not None:
+            grace = max(0.0, min(grace, max_wait_s))
         timings = receiver.timings(wanted, grace_s=grace)
         waited = time.monotonic() - started
         unknown = receiver.unknown_trace_ids([record.trace_id for record in records])

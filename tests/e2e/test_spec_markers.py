@@ -95,3 +95,28 @@ def test_a_bare_number_is_a_collection_error_naming_file_line_key_and_fix(pytest
     result.stdout.fnmatch_lines(
         ["*bare.slo.yaml:4: objectives[[]0[]].max: 700 needs a unit: did you mean 700ms?*"]
     )
+
+
+@pytest.mark.slow
+def test_an_unregistered_marker_warns_at_its_line_in_the_spec_file(pytester):
+    pytester.makeini("[pytest]\nmarkers =\n    slow: long runs\n")
+    _spec(pytester, "typo", "markers:\n  - slow\n  - slwo\n")
+    result = pytester.runpytest("--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    out = result.stdout.str()
+    # The file and the line of ``- slwo`` (line 7), not a line inside pytest.
+    result.stdout.fnmatch_lines(
+        ["*typo.slo.yaml:7: PytestUnknownMarkWarning: unknown marker 'slwo'*"]
+    )
+    assert "_pytest" not in out
+    assert out.count("PytestUnknownMarkWarning") == 1  # pytest's own warning is not repeated
+    selected = pytester.runpytest("--collect-only", "-q", "-m", "slwo")
+    assert "typo.slo.yaml::typo" in selected.stdout.str()  # the marker is still there
+
+
+@pytest.mark.slow
+def test_under_strict_markers_the_error_names_the_spec_line(pytester):
+    _spec(pytester, "typo", "markers: [slwo]\n")
+    result = pytester.runpytest("--collect-only", "--strict-markers")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*typo.slo.yaml:5: markers[[]0[]]: 'slwo' not found*"])

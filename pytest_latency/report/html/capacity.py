@@ -5,17 +5,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pytest_latency.report.capacity_table import evidence_value
+from pytest_latency.report.capacity_table import (
+    UNDECIDED,
+    evidence_value,
+    probe_count_cells,
+    without_evidence,
+)
 from pytest_latency.report.html.capacity_chart import capacity_charts
 from pytest_latency.report.html.model import number
 from pytest_latency.report.html.svg import esc
 from pytest_latency.report.html.tables import table
 
-_PROBE_HEAD = ("probe", "rate", "offered", "outcome", "stopped early", "cost")
+_PROBE_HEAD = (
+    "probe", "rate", "planned", "sent", "cancelled", "decided on", "outcome", "stopped early",
+    "cost", "server queue wait p50", "prefill p50", "decode p50",
+)  # fmt: skip
 _EVIDENCE_HEAD = (
     "probe", "objective", "verdict", "decided as", "estimate", "lower", "upper", "n",
     "effective n", "probes pooled",
 )  # fmt: skip
+
+
+def _server_cells(probe: Mapping[str, object]) -> list[str]:
+    server = probe.get("server")
+    server = server if isinstance(server, Mapping) else {}
+    keys = ("queue_wait_p50_s", "prefill_p50_s", "decode_p50_s")
+    return [esc(evidence_value(server.get(key), "seconds")) for key in keys]
 
 
 def _probe_row(index: int, probe: Mapping[str, object]) -> list[str]:
@@ -23,23 +38,31 @@ def _probe_row(index: int, probe: Mapping[str, object]) -> list[str]:
     return [
         esc(probe.get("phase") or f"probe-{index}"),
         esc(f"{number(probe.get('rate')) or 0:.3g}/s"),
-        esc(probe.get("offered", "-")),
+        *(esc(count) for count in probe_count_cells(probe)),
         esc(probe.get("outcome", "-")),
         "yes" if probe.get("stopped_early") else "no",
         "-" if cost is None else esc(f"{cost:.1f}s"),
+        *_server_cells(probe),
     ]
 
 
 def _evidence_rows(index: int, probe: Mapping[str, object]) -> list[list[str]]:
-    """One row per objective of the probe; a probe from before evidence was recorded
-    shows its bare verdicts."""
+    """One row per objective of the probe with its evidence, then any verdict without
+    (a probe stopped before a look decided it, or from before evidence was recorded)."""
     name = esc(probe.get("phase") or f"probe-{index}")
     items = probe.get("objectives")
-    if not isinstance(items, list) or not items:
-        verdicts = probe.get("verdicts")
-        pairs = verdicts.items() if isinstance(verdicts, Mapping) else []
-        return [[name, esc(label), esc(verdict), *["-"] * 7] for label, verdict in pairs]
-    rows = []
+    items = items if isinstance(items, list) else []
+    verdicts = probe.get("verdicts")
+    verdicts = verdicts if isinstance(verdicts, Mapping) else {}
+    bare = [
+        [name, esc(label), esc(verdicts[label]), esc(UNDECIDED), *["-"] * 6]
+        for label in without_evidence(verdicts, items)
+    ]
+    return _item_rows(name, items) + bare
+
+
+def _item_rows(name: str, items: list[object]) -> list[list[str]]:
+    rows: list[list[str]] = []
     for item in items:
         if not isinstance(item, Mapping):
             continue

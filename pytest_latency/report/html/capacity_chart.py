@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_latency.report.html import svg
 from pytest_latency.report.html.model import number
+from pytest_latency.report.html.palette import series_class
 
 WIDTH, HEIGHT = 640.0, 260.0
 LEFT, RIGHT, TOP, BOTTOM = 64.0, 16.0, 14.0, 40.0
@@ -78,7 +79,7 @@ def _chart(
             body.append(svg.line(x(rate), TOP, x(rate), HEIGHT - BOTTOM, cls))
             body.append(svg.text(x(rate) + 3, TOP + 10, f"{word} {rate:.3g}/s", "bound-label"))
     for index, (name, points) in enumerate(series.items()):
-        color = f"c{index % 8}"
+        color = series_class(index)
         parts = [svg.polyline([(x(p[0]), y(p[1])) for p in points], "cdf")]
         for rate, estimate, lower, upper in points:
             low = y(lower if lower is not None else 0.0)
@@ -93,7 +94,7 @@ def _chart(
 
 def _legend(names: Sequence[str]) -> str:
     items = "".join(
-        f'<li class="c{index % 8}"><span class="sw"></span>{svg.esc(name)}</li>'
+        f'<li class="{series_class(index)}"><span class="sw"></span>{svg.esc(name)}</li>'
         for index, name in enumerate(names)
     )
     return f'<ul class="legend">{items}</ul>'

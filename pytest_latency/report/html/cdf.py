@@ -24,11 +24,11 @@ from pytest_latency.analysis.samples import LATENCY_METRICS, SERVER_METRICS, met
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.html import svg
 from pytest_latency.report.html.model import ReportRun, number, objective_of
+from pytest_latency.report.html.palette import ALL, BASELINE, cohort_classes, phase_classes
 
 WIDTH, HEIGHT = 470.0, 270.0
 LEFT, RIGHT, TOP, BOTTOM = 56.0, 28.0, 20.0, 40.0  # right: half the widest tick label
 MAX_VERTICES = 300
-PALETTE = 8
 METRIC_NAMES = {"ttft": "TTFT", "itl": "ITL (each request's median gap)", "e2e": "end-to-end"}
 
 
@@ -51,10 +51,17 @@ class Marker:
     estimate: float | None
 
 
-def phase_charts(run: ReportRun) -> list[tuple[str, str]]:
-    """(title, svg) per latency metric: one curve per phase (and all phases together)."""
+def run_phases(run: ReportRun) -> list[str]:
+    """The run's phases in plan order (then any only its records name)."""
     phases = list(dict.fromkeys(name for name, _, _ in run.phases))
-    phases += sorted({r.phase for r in run.records} - set(phases))
+    return phases + sorted({r.phase for r in run.records} - set(phases))
+
+
+def phase_charts(run: ReportRun) -> list[tuple[str, str]]:
+    """(title, svg) per latency metric: one curve per phase (and all phases together),
+    each phase in its colour (report/html/palette.py)."""
+    phases = run_phases(run)
+    colours = phase_classes(phases)
     charts = []
     named = [row.get("metric") for row in run.section("objectives") or [] if isinstance(row, dict)]
     extra = [m for m in dict.fromkeys(named) if m in LATENCY_METRICS and m not in METRIC_NAMES]
@@ -66,29 +73,33 @@ def phase_charts(run: ReportRun) -> list[tuple[str, str]]:
             Curve(
                 phase,
                 metric_samples([r for r in run.records if r.phase == phase], metric),
-                f"c{index % PALETTE}",
+                colours[phase],
             )
-            for index, phase in enumerate(phases)
+            for phase in phases
         ]
         if len(phases) > 1:
-            curves.append(Curve("all phases", metric_samples(run.records, metric), "call"))
+            curves.append(Curve("all phases", metric_samples(run.records, metric), ALL))
         markers = absolute_markers(run.section("objectives"), metric)
         charts.append((f"{name} by phase", cdf_chart(curves, markers, f"{name} CDF by phase")))
     return charts
 
 
 def cohort_charts(run: ReportRun) -> list[tuple[str, str]]:
-    """(title, svg) for TTFT and e2e: one curve per cohort (phase, input, output length)."""
+    """(title, svg) for TTFT and e2e: one curve per cohort (phase, input, output length),
+    in its phase's colour, the phase's cohorts told apart by their dashes."""
     groups: dict[str, list[RequestRecord]] = {}
     for record in run.records:
         groups.setdefault(cohort_key(record).replace("|", " · "), []).append(record)
     if len(groups) < 2:
         return []
+    classes = cohort_classes(
+        phase_classes(run_phases(run)), [(key, members[0].phase) for key, members in groups.items()]
+    )
     charts = []
     for metric in ("ttft", "e2e"):
         curves = [
-            Curve(key, metric_samples(members, metric), f"c{index % PALETTE}")
-            for index, (key, members) in enumerate(groups.items())
+            Curve(key, metric_samples(members, metric), cls)
+            for (key, members), cls in zip(groups.items(), classes, strict=True)
         ]
         # A phase's limit and bounds do not apply to a cohort's curve: only objectives
         # scoped to token cohorts are drawn here (the phase charts draw the rest).
@@ -105,14 +116,16 @@ def relative_charts(run: ReportRun) -> list[tuple[str, str, bool]]:
         objective = objective_of(row) if isinstance(row, Mapping) else None
         if objective is None or not objective.relative or objective.p is None:
             continue
+        # The candidate's requests: its phase's colour when scoped to one, else all phases'.
+        cls = phase_classes(run_phases(run)).get(objective.phase or "", ALL)
         candidate = Curve(
-            "candidate", metric_samples(in_scope(run.records, objective), objective.metric), "c0"
+            "candidate", metric_samples(in_scope(run.records, objective), objective.metric), cls
         )
         baseline_values = metric_samples(in_scope(run.baseline, objective), objective.metric)
         curves = [candidate]
         markers: list[Marker] = []
         if baseline_values.size:
-            curves.insert(0, Curve("baseline", baseline_values, "cbase"))
+            curves.insert(0, Curve("baseline", baseline_values, BASELINE))
             markers.append(_relative_marker(row, objective.label, baseline_values, objective))
         title = f"{objective.label}: baseline and candidate"
         charts.append((title, cdf_chart(curves, markers, title), bool(baseline_values.size)))

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 
-from pytest_latency.report.html import svg
+from pytest_latency.report.html import palette, svg
 from pytest_latency.report.html.breakdown import attribution_chart
 from pytest_latency.report.html.capacity import capacity_section
 from pytest_latency.report.html.cdf import cohort_charts, phase_charts, relative_charts
@@ -69,7 +69,7 @@ def render_page(runs: Sequence[ReportRun], title: str = "pytest-latency report")
     svg.reset_ids()
     cards = Cards()
     sections = [run_section(index, run, cards) for index, run in enumerate(runs)]
-    script, style = _asset("report.js"), _asset("report.css")
+    script, style = _asset("report.js"), palette.css() + _asset("report.css")
     policy = (
         f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; "
         "img-src data:; base-uri 'none'; form-action 'none'"

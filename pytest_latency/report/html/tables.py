@@ -153,7 +153,7 @@ def failures_table(run: ReportRun) -> str:
     )
 
 
-def _percentile_keys(phases: list[Any]) -> list[str]:
+def percentile_keys(phases: list[Any]) -> list[str]:
     """The phases' percentile keys (``p50``, ``p99.9``...), rising; p50/p95/p99 if none."""
     keys: set[str] = set()
     for row in phases:
@@ -173,7 +173,7 @@ def _percentile_keys(phases: list[Any]) -> list[str]:
 def phases_table(phases: object) -> str:
     rows = []
     listed = phases if isinstance(phases, list) else []
-    keys = _percentile_keys(listed)
+    keys = percentile_keys(listed)
     for row in listed:
         if not isinstance(row, Mapping):
             continue

@@ -5,13 +5,9 @@ import dataclasses
 
 import pytest
 
+from pytest_latency.analysis.advice import evidence_factor, what_would_decide
 from pytest_latency.analysis.bursts import check_power, episode_floor
-from pytest_latency.analysis.planning import (
-    burst_phases,
-    evidence_factor,
-    require_power,
-    what_would_decide,
-)
+from pytest_latency.analysis.planning import burst_phases, require_power
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.errors import UndecidablePlan
 from pytest_latency.spec.model import Phase, Workload, objective

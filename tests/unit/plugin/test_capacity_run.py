@@ -10,7 +10,7 @@ import pytest
 from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.driver import Target
 from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result, search_timeline
-from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, Status
+from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.report.html.model import ReportRun
 from pytest_latency.report.json_report import run_dict
 from pytest_latency.report.markdown import run_section
@@ -96,3 +96,90 @@ def test_a_decided_probe_stops_at_the_first_look() -> None:
     assert result.drain == "server queue empty"
     cancelled = [r for r in search.runs[0].records if r.error and "probe at 400/s" in r.error]
     assert cancelled and all(r.sent_s is None for r in cancelled)
+
+
+@pytest.mark.slow
+@pytest.mark.serial
+def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -> None:
+    from pytest_latency.plugin.capacity_run import ProbeTelemetry
+    from pytest_latency.report.html.capacity import capacity_section
+    from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
+
+    # 150/s into a server of ~45/s: the queue runs away and the probe stops early.
+    spec = CapacitySpec(rates=(150.0, 300.0), probe_s=4.0, budget_s=30.0)
+    template = template_workload(spec, seed=4, input_tokens=(20, 20), output_tokens=20)
+    hub = TelemetryHub(TelemetrySettings(grace_s=10.0, metrics_interval_s=0.25))
+    sim = SimConfig(replicas=1, max_batch=32, max_queue=100_000,
+                    otlp_traces_endpoint=hub.receiver.traces_url)  # fmt: skip
+    try:
+        with SimServer(sim) as server:
+            search = LiveSearch(
+                spec, template, [objective("ttft", p=90, max="300ms")],
+                Target(server.url, model="sim-tiny"), confidence=0.99,
+                telemetry=ProbeTelemetry(hub, "sim", expect_spans=True),
+            )  # fmt: skip
+            probe = search.probe(150.0, (0.5, 1.0), (0.999, 0.999))
+    finally:
+        hub.close()
+    assert probe.stopped_early
+    found = CapacityResult(None, 150.0, [probe], spec.budget_s, probe.cost_s, "a test")
+    server_info = ServerInfo(kind="sim", url="http://127.0.0.1:1", model="sim-tiny")
+    run = capacity_result(search, found, test="t.py::test_capacity", server=server_info)
+    document = run_dict(run)
+    assert not problems({"schema": RUN_SCHEMA, "plugin_version": "0", "runs": [document]})
+
+    # The server's spans joined for every completed request; /metrics scraped.
+    timings = document["server_timings"]
+    completed = [r for r in document["requests"] if r["status"] == "ok"]
+    assert timings["joined"] == len(completed) > 0, timings  # (cancelled ones: no span)
+    assert all(r["queue_wait_s"] is not None for r in completed)
+    assert document["server_metrics"]["scrapes"] > 0
+    assert max(document["server_metrics"]["waiting"]) > 0  # the queue it ran away with
+
+    (counted,) = document["capacity"]["probes"]
+    (phase,) = [p for p in document["phases"] if p["name"] == "probe-1"]
+    cancelled = phase["statuses"]["cancelled"]
+    assert counted["planned"] == phase["offered"] and counted["cancelled"] == cancelled > 0
+    assert counted["sent"] + counted["cancelled"] == counted["planned"]
+    assert counted["decided_on"] == probe.offered < counted["sent"] + cancelled
+    numbers = [str(counted[k]) for k in ("planned", "sent", "cancelled", "decided_on")]
+
+    lines = format_run(run, width=100)
+    phase_row = next(line for line in lines if line.strip().startswith("probe-1 "))
+    assert phase_row.split()[1] == numbers[0]  # the phase table's offered
+    head = next(line for line in lines if line.split()[:2] == ["probe", "rate/s"])
+    assert lines[lines.index(head) + 1].split()[2:6] == numbers
+    html = capacity_section(document["capacity"])
+    assert "".join(f"<td>{n}</td>" for n in numbers) in html
+    markdown = run_section(ReportRun(run.test, document, run.records))
+    assert "| 150/s | " + " | ".join(numbers) + " |" in markdown
+
+
+def test_after_a_probe_without_any_span_later_probes_do_not_wait_for_spans() -> None:
+    from pytest_latency.plugin.capacity_run import ProbeTelemetry
+    from pytest_latency.telemetry.join import JoinReport
+
+    class Hub:
+        """Answers joins as a server that exports no span would, noting each wait."""
+
+        def __init__(self) -> None:
+            self.asked: list[tuple[bool, float | None]] = []
+
+        def join(self, records, *, expect_spans, max_wait_s=None):  # type: ignore[no-untyped-def]
+            self.asked.append((expect_spans, max_wait_s))
+            return JoinReport(requests=len(records), joined=0)
+
+    hub = Hub()
+    spec = CapacitySpec(rates=(5.0, 50.0), probe_s=3.0, budget_s=9.0)
+    template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)
+    search = LiveSearch(
+        spec, template, [], Target("http://127.0.0.1:1", model="m"), confidence=0.99,
+        telemetry=ProbeTelemetry(hub, "sim", expect_spans=True),  # type: ignore[arg-type]
+    )  # fmt: skip
+    search._deadline = time.monotonic() + 5.0
+    done = RequestRecord(0, "probe", 0.0, 20, sent_s=0.0, end_s=0.2, status=Status.OK)
+    search._join([done])
+    search._join([done])
+    (first_expected, first_wait), (second_expected, _) = hub.asked
+    assert first_expected and 0 < first_wait <= 5.0  # bounded by the search's deadline
+    assert not second_expected  # the first probe got none: the server does not export

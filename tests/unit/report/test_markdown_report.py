@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 
@@ -10,6 +11,7 @@ import pytest
 from markdown_it import MarkdownIt
 
 from pytest_latency.cli.main import main
+from pytest_latency.report.confidence_note import confidence_note
 from pytest_latency.report.html import report_runs
 from pytest_latency.report.html.model import ReportRun
 from pytest_latency.report.json_report import write_json
@@ -20,8 +22,10 @@ from pytest_latency.report.markdown import (
     render_markdown,
     write_session_markdown,
 )
+from pytest_latency.report.terminal import format_run
 from pytest_latency.spec.model import Phase, objective
 from tests.helpers.html_runs import HOSTILE, make_result, simulated_records
+from tests.helpers.known_runs import scaled_records
 
 PHASES = (Phase("steady", rate=5, duration_s=20), Phase("burst", rate=25, duration_s=5))
 OBJECTIVES = (
@@ -76,7 +80,7 @@ def test_no_html_passes_and_hostile_names_keep_the_tables_whole(spike):
 
 def test_verdict_table_slowest_requests_and_diagnosis(spike):
     text = render_markdown(report_runs([spike]))
-    verdicts, slowest, failures = _tables(text)
+    verdicts, _, slowest, failures = _tables(text)
     assert verdicts[0][:4] == ["verdict", "objective", "estimate", "bounds"]
     labels = {row[1]: row[0] for row in verdicts[1:]}
     results = {r.objective.label: r.verdict.value.upper() for r in spike.objective_results}
@@ -91,6 +95,39 @@ def test_verdict_table_slowest_requests_and_diagnosis(spike):
     failed = [r for r in spike.records if not r.ok]
     assert sum(int(row[2]) for row in failures[1:]) == len(failed)
     assert "**Diagnosis**" in text
+
+
+def _chosen(percentiles: tuple[float, ...], goals=()):
+    run = make_result(scaled_records(1.0), PHASES, goals)
+    return dataclasses.replace(run, summary_percentiles=percentiles)
+
+
+def test_the_latency_table_shows_the_percentiles_the_terminal_shows():
+    # --latency-percentiles 50,90,99.9 and an objective's own p97.5, as in the terminal.
+    run = _chosen((50.0, 90.0, 99.9))
+    run.evaluate([objective("ttft", p=97.5, max="5s", phase="steady")])
+    _, latency, *_ = _tables(render_markdown(report_runs([run])))
+    terminal = next(line for line in format_run(run, 80) if line.split()[:2] == ["phase", "metric"])
+    assert latency[0] == ["phase", "metric", *terminal.split()[2:]]
+    assert latency[0][2:] == ["p50", "p90", "p97.5", "p99.9"]
+    # TTFTs 10..1000 ms in steps of 10 ms: p90 is 901 ms (linear interpolation).
+    steady_ttft = next(row for row in latency[1:] if row[:2] == ["steady", "ttft"])
+    assert steady_ttft[2:] == ["505.0ms", "901.0ms", "975.3ms", "999.0ms"]
+    assert {row[1] for row in latency[1:]} == {"ttft", "itl", "e2e"}
+    # No objective: the verdict table is a sentence, the latency table the first one.
+    default = _tables(render_markdown(report_runs([_chosen((50.0, 95.0, 99.0))])))
+    assert default[0][0] == ["phase", "metric", "p50", "p95", "p99"]
+
+
+def test_the_summary_explains_its_confidence_figures_once():
+    goals = [objective("ttft", p=50, max="5s", phase="steady"), objective("error_rate", max="5%")]
+    runs = [_chosen((50.0,), goals), _chosen((50.0,), goals[:1])]
+    text = render_markdown(report_runs(runs))
+    note = confidence_note(runs)
+    assert note is not None and "99.500% = 99% shared by 2 objectives" in note
+    assert text.count(md_text(note, limit=2000)) == 1  # the terminal's note, once
+    assert "99.000% = 99% for one objective" in text
+    assert "confidence:" not in render_markdown(report_runs([_chosen((50.0,))]))
 
 
 def test_diagnosis_items_are_escaped():
