@@ -32,7 +32,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from pytest_latency.driver import DriveResult, Run, Status, Target, run_plan
+from pytest_latency.driver import DriveResult, Run, Status, Target, pacing, run_plan
 from pytest_latency.driver.loop import drive_to_end
 from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload import build_plan
@@ -150,6 +150,11 @@ def one_rate(args: argparse.Namespace, url: str, rate: float, server_pid: int) -
     row["server_cpu_util"] = server_cpu / max(outcome.elapsed_s, 1e-9)
     chunks = sum(r.output_tokens or 0 for r in outcome.records)
     row["server_us_per_chunk"] = server_cpu / chunks * 1e6 if chunks else None
+    load = outcome.client  # the driving thread's own measure (one worker)
+    row["loop_lag_p99_ms"] = (
+        None if load is None or load.loop_lag_p99_s is None else load.loop_lag_p99_s * 1e3
+    )
+    row["spin_share"] = None if load is None else load.spin_s / max(load.wall_s, 1e-9)
     return row
 
 
@@ -163,6 +168,8 @@ def show(row: dict[str, Any]) -> None:
         f"  ttft-err p50 {fmt(row['ttft_error_p50_ms'])} p99 {fmt(row['ttft_error_p99_ms'])} ms"
         f"  cpu {row['client_cpu_util']:5.0%}  chunks/cpu-s {row['chunks_per_cpu_s'] or 0:8.0f}"
         f"  server cpu {row['server_cpu_util']:4.0%} {row['server_us_per_chunk'] or 0:.1f} us/chunk"
+        f"  loop-lag p99 {fmt(row.get('loop_lag_p99_ms'))} ms"
+        f" spin {row.get('spin_share') or 0:4.0%}"
         f"  {row['statuses']}{'  HELD' if held(row) else ''}",
         flush=True,
     )
@@ -185,6 +192,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=8999)
     parser.add_argument("--server-script", type=Path, default=None, help="another fast_server")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    parser.add_argument(
+        "--spin-us",
+        type=float,
+        default=None,
+        help="the launcher's last stretch before each send (driver/pacing.py SPIN_NS)",
+    )
     args = parser.parse_args()
     if args.loop == "uvloop" and args.workers != 1:
         parser.error("--loop uvloop drives one worker")
@@ -193,6 +206,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> None:
     args = parse_args()
+    if args.spin_us is not None:
+        pacing.SPIN_NS = round(args.spin_us * 1e3)
     server_cpu = int(args.server_cpu) if args.server_cpu else None
     server = start_server(args.port, server_cpu, args.ttft_ms, args.gap_ms, args.server_script)
     if args.client_cpus:

@@ -1,16 +1,16 @@
 """The open-loop driver: offer every planned request at its absolute planned time.
 
 Time zero is taken on ``time.perf_counter_ns`` after the client is warm. One launcher
-sleeps until each request's absolute instant (``t0 + intended_s``, recomputed from the
-clock every time, so no drift accumulates) and starts the request as its own task;
-nothing a response does can delay a later send. Each request has its own deadline,
+starts each request as its own task a little before its absolute instant (``t0 +
+intended_s``, recomputed from the clock every time, so no drift accumulates); the task
+prepares the request, waits for the instant and sends. Nothing a response does can
+delay a later send. Each request has its own deadline,
 ``intended_s + workload.timeout_s``, so a run ends within its duration plus the
 deadline (plus the scheduling slack of the event loop) whatever the server does.
 """
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -23,11 +23,12 @@ from anyio.abc import TaskGroup
 
 from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.closed_loop import offered, run_user, users_of
+from pytest_latency.driver.drive_gc import quiet_gc, restore_gc
 from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
 from pytest_latency.driver.progress import Progress
-from pytest_latency.driver.request import Sender
+from pytest_latency.driver.request import PreparedSend, Sender
 from pytest_latency.driver.sessions import Message, first_sends, later_turns, run_session
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.target import Target, choose_transport
@@ -43,6 +44,10 @@ TimeZero = Callable[[], Awaitable[int]]  # returns time zero as a perf_counter_n
 WARM_CONNECTIONS = 8  # connections opened before time zero (more open on demand)
 WARM_PING_TIMEOUT_S = 5.0  # bound on the GET /v1/models warm-up pings
 CLOSE_TIMEOUT_S = 5.0  # bound on closing the transport's connections at the end
+# Each planned send's task starts this long before its instant, to prepare the request
+# (span, body) and be waiting when the instant comes (the task's start, the span and the
+# body were 0.3-0.5 ms of cold Python after the instant at 10 req/s).
+PREPARE_AHEAD_NS = 2_000_000
 
 
 @dataclass(slots=True)
@@ -79,18 +84,6 @@ class RunAborted(Exception):
         super().__init__(f"latency run stopped by {type(cause).__name__}")
         self.result = result
         self.cause = cause
-
-
-def quiet_gc() -> None:
-    """Collect now and freeze what exists, so no full collection during the drive walks it.
-
-    A full (generation 2) collection of a pytest process with numpy, OpenTelemetry and
-    the plan loaded stalls the loop for 20-50 ms here: that was the p99 schedule lag.
-    After ``gc.freeze()`` collections walk only objects made during the drive. The drive
-    undoes it (``gc.unfreeze()``) when it ends.
-    """
-    gc.collect()
-    gc.freeze()
 
 
 class Run:
@@ -165,9 +158,10 @@ class Run:
         self._driven = True
         sender = self._sender(choose_transport(self.target, client))
         monitor: LoopMonitor | None = None
+        collector: tuple[int, int, int] | None = None
         try:
             await self._warm(sender)
-            quiet_gc()
+            collector = quiet_gc()
             # End this loop step: the collection's stall (and I/O that queued during it)
             # belongs before time zero, not to the first sends.
             await anyio.lowlevel.checkpoint()
@@ -179,7 +173,8 @@ class Run:
                 await self._launch(tasks, sender)
         finally:
             self.client_load = monitor.load if monitor is not None else None
-            gc.unfreeze()
+            if collector is not None:
+                restore_gc(collector)
             if self.started_ns:
                 self.elapsed_s = (time.perf_counter_ns() - self.started_ns) / 1e9
             self._mark_cancelled()
@@ -243,16 +238,39 @@ class Run:
                 record.error = why  # stays cancelled, with the reason
                 continue
             planned_ns = t0 + round(request.intended_s * 1e9)
+            delay_ns = planned_ns - PREPARE_AHEAD_NS - clock()
+            if delay_ns > 0:  # behind schedule: no yield, start what is due at once
+                await anyio.sleep(delay_ns / 1e9)
+            tasks.start_soon(self._offer, sender, request, record, planned_ns, slots, stops)
+
+    async def _offer(
+        self,
+        sender: Sender,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+    ) -> None:
+        """One planned send, started ``PREPARE_AHEAD_NS`` early: what does not depend on
+        the instant is made first, then it waits for the instant and sends."""
+        session = request.session is not None and request.session in self._later_turns
+        prepared = None if session else sender.prepare(request, record, planned_ns)
+        try:
             await sleep_until(planned_ns)
-            if (why := self._stop_reason or stops.reason(request.phase)) is not None:  # meanwhile
-                record.error = why
-                continue
-            if request.session is not None and request.session in self._later_turns:
-                tasks.start_soon(self._session, sender, request, record, planned_ns, slots, stops)
-            else:
-                stops.sent(request.phase, (clock() - t0) / 1e9)
-                tasks.start_soon(self._send, sender, request, record, planned_ns, slots, stops)
-                self.launched += 1
+        except BaseException:  # cancelled before the instant: nothing was sent
+            sender.withdraw(record)
+            raise
+        if (why := self._stop_reason or stops.reason(request.phase)) is not None:  # meanwhile
+            sender.withdraw(record)
+            record.error = why  # stays cancelled, with the reason
+            return
+        if session:
+            await self._session(sender, request, record, planned_ns, slots, stops)
+            return
+        stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
+        self.launched += 1
+        await self._send(sender, request, record, planned_ns, slots, stops, prepared=prepared)
 
     async def _user(
         self,
@@ -318,17 +336,18 @@ class Run:
         stops: PhaseStops,
         history: Sequence[Message] = (),
         answer: list[str] | None = None,
+        prepared: PreparedSend | None = None,
     ) -> None:
         """Send now, or once one of ``max_concurrency`` slots is free (FIFO): the wait is
         recorded and stays in the latency, which is measured from the planned send time.
         A session's turn carries ``history`` and keeps its text in ``answer``."""
         try:
             if slots is None:
-                await sender.send(request, record, planned_ns, history, answer)
+                await sender.send(request, record, planned_ns, history, answer, prepared)
                 return
             async with slots:
                 record.slot_wait_s = max(0.0, (time.perf_counter_ns() - planned_ns) / 1e9)
-                await sender.send(request, record, planned_ns, history, answer)
+                await sender.send(request, record, planned_ns, history, answer, prepared)
         finally:
             stops.ended(record)
 

@@ -23,6 +23,7 @@ from collections import deque
 from typing import Any
 
 from pytest_latency.driver.client import DriveResult, Run
+from pytest_latency.driver.precise_loop import new_event_loop
 from pytest_latency.driver.stops import PhaseStops
 from pytest_latency.driver.target import Target
 from pytest_latency.driver.tracecontext import ClientSpans
@@ -122,7 +123,7 @@ class GeneratorWorker:
         return self._run.result()
 
     def _drive(self) -> None:
-        loop = asyncio.new_event_loop()
+        loop = new_event_loop()
         try:
             self._task = loop.create_task(self._run.drive())
             self._loop = loop

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_latency.driver.client import DriveResult, RunInterrupted
+from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.progress import ProgressListener, ScheduleProgress, reporting
 from pytest_latency.driver.ray_actor import GeneratorWorker, ReferenceClock, node_id
 from pytest_latency.driver.target import Target
@@ -58,6 +59,7 @@ class _Actor:
     finished: bool = False
     elapsed_s: float = 0.0
     failure: str | None = None
+    client: ClientLoad | None = None  # what driving cost the actor (its loop monitor)
 
     @property
     def name(self) -> str:
@@ -288,6 +290,7 @@ def _finish(ray: Any, actor: _Actor, ref: Any) -> None:
         return
     actor.keep(result.records)
     actor.elapsed_s = result.elapsed_s
+    actor.client = result.client
     actor.finished = True
 
 
@@ -361,4 +364,6 @@ def _merge(plan: Plan, pool: list[_Actor], t0: int, interrupted: bool = False) -
     if t0 and not elapsed:
         elapsed = (now - t0) / 1e9
     ordered = [records[key] for key in sorted(records)]
-    return DriveResult(ordered, started_at, elapsed, t0, workers=reported)
+    # As with local workers, the busiest actor's load is the run's (generator.client).
+    client = ClientLoad.worst([actor.client for actor in pool])
+    return DriveResult(ordered, started_at, elapsed, t0, workers=reported, client=client)

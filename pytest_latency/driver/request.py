@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
+from opentelemetry.trace import Span
 
 from pytest_latency.driver.encoding import encoding_problem
 from pytest_latency.driver.errors import http_error_text, safe_text
@@ -57,6 +58,15 @@ from pytest_latency.driver.transport import ExchangeFailure, Response, Transport
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.secret import Secret, redact
 from pytest_latency.workload.plan import PlannedRequest
+
+
+@dataclass(slots=True)
+class PreparedSend:
+    """A request ready to go (:meth:`Sender.prepare`)."""
+
+    headers: dict[str, str] = field(repr=False)  # may carry credentials
+    span: Span
+    content: bytes = field(repr=False)
 
 
 @dataclass(slots=True)
@@ -108,6 +118,28 @@ class Sender:
                 body["min_tokens"] = request.output_tokens
         return json.dumps(body).encode()
 
+    def prepare(
+        self,
+        request: PlannedRequest,
+        record: RequestRecord,
+        planned_ns: int,
+        history: Sequence[tuple[str, str]] = (),
+    ) -> PreparedSend:
+        """What a send needs that does not depend on when it goes: the client span (it
+        starts at the planned instant whenever it is made), its ``traceparent`` and the
+        body. Made before the instant, it is not in the schedule lag (about 0.2 ms of
+        cold Python per send at low rates); :meth:`withdraw` undoes it if nothing is sent.
+        """
+        headers = dict(self.headers)
+        span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
+        return PreparedSend(headers, span, self.body(request, history))
+
+    @staticmethod
+    def withdraw(record: RequestRecord) -> None:
+        """A prepared request that was never sent: no trace id (its span is never ended,
+        so never exported)."""
+        record.trace_id = ""
+
     async def send(
         self,
         request: PlannedRequest,
@@ -115,16 +147,18 @@ class Sender:
         planned_ns: int,
         history: Sequence[tuple[str, str]] = (),
         answer: list[str] | None = None,
+        prepared: PreparedSend | None = None,
     ) -> None:
         """Offer ``request`` now (its planned instant is ``planned_ns``); fill ``record``.
 
         A session's turn carries its ``history``, and its streamed text is appended to
-        ``answer`` when given. Never raises for anything the server or network does; only
-        cancellation of the run propagates (the record then stays ``cancelled``).
+        ``answer`` when given. ``prepared`` is :meth:`prepare`'s, made earlier. Never
+        raises for anything the server or network does; only cancellation of the run
+        propagates (the record then stays ``cancelled``).
         """
-        headers = dict(self.headers)
-        span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
-        content = self.body(request, history)
+        if prepared is None:
+            prepared = self.prepare(request, record, planned_ns, history)
+        headers, span, content = prepared.headers, prepared.span, prepared.content
         deadline_ns = planned_ns + round(self.timeout_s * 1e9)
         if self.record_content and answer is None:
             answer = []  # the text is kept only when asked for: it costs memory per request

@@ -46,6 +46,7 @@ from pytest_latency.analysis.capacity_probe import (
     saturated,
 )
 from pytest_latency.driver import Run, Target
+from pytest_latency.driver.loop import loop_options
 from pytest_latency.plugin.capacity_timeline import ProbeRun
 from pytest_latency.plugin.capacity_timeline import capacity_result as capacity_result
 from pytest_latency.plugin.capacity_timeline import search_timeline as search_timeline
@@ -141,7 +142,9 @@ class LiveSearch:
         observation = Observation()
         try:
             with self._observe() as observation:
-                decision = anyio.run(self._drive, run, rate, looks, confidences)
+                decision = anyio.run(
+                    self._drive, run, rate, looks, confidences, backend_options=loop_options()
+                )
                 observation.time_zero_ns = run.started_ns or None
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
             self.runs.append(

@@ -105,6 +105,7 @@ def summary(result: Any, offered: int, wall_s: float) -> dict[str, Any]:
         "lag_p99_s": float(np.percentile(lags, 99)) if lags else None,
         "wall_s": wall_s,
         "workers": [worker.to_json() for worker in result.workers],
+        "client": None if result.client is None else result.client.to_json(),
         "cancelled_errors": sorted(
             {r.error or "" for r in result.records if r.status is Status.CANCELLED}
         ),

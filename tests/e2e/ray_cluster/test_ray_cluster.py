@@ -78,6 +78,14 @@ def test_every_offered_request_has_one_record_and_offsets_are_reported(
     assert sum(worker["requests"] for worker in workers) == spike["offered"]
 
 
+def test_a_ray_run_records_its_busiest_actors_load(found: dict[str, Any]) -> None:
+    """generator.client comes from the actors' loop monitors, as with local workers."""
+    client = found["spike"]["client"]
+    assert client is not None
+    assert 0 < client["cpu_s"] <= client["wall_s"] * 1.05  # one actor's driving thread
+    assert client["loop_lag_p99_s"] is not None and client["saturated"] is False
+
+
 def test_a_killed_actor_leaves_cancelled_records_naming_it(found: dict[str, Any]) -> None:
     kill = found["kill"]
     assert kill["records"] == kill["unique_ids"] == kill["offered"]

@@ -3,6 +3,7 @@ gives the same records."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
 
@@ -10,13 +11,28 @@ import pytest
 
 from pytest_latency.driver import Run, Status, Target
 from pytest_latency.driver.loop import DRIVE_SWITCH_INTERVAL_S, drive_to_end, loop_options
+from pytest_latency.driver.precise_loop import PreciseEpollSelector, new_event_loop
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
 
 def test_asyncios_loop_is_the_default_even_with_uvloop_installed() -> None:
-    assert loop_options() == {"use_uvloop": False}
+    assert loop_options() == {"loop_factory": new_event_loop}
     installed = importlib.util.find_spec("uvloop") is not None
-    assert loop_options(use_uvloop=True) == {"use_uvloop": installed}
+    expected = {"use_uvloop": True} if installed else {"loop_factory": new_event_loop}
+    assert loop_options(use_uvloop=True) == expected
+
+
+def test_the_drive_runs_on_the_precise_selector(server: ScriptedServer) -> None:
+    seen: list[object] = []
+
+    class Watching(Run):
+        async def drive(self, client: object = None) -> object:  # type: ignore[override]
+            seen.append(getattr(asyncio.get_running_loop(), "_selector", None))
+            return await super().drive()
+
+    server.route("m", Script(steps=(Step(0.0, chat_chunk("a", finish="stop") + DONE),)))
+    drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")))
+    assert [type(selector) for selector in seen] == [PreciseEpollSelector]
 
 
 @pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])

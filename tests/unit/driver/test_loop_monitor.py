@@ -7,9 +7,11 @@ import dataclasses
 import time
 
 import anyio
+import anyio.lowlevel
+import pytest
 
 from pytest_latency.analysis.health import check_generator
-from pytest_latency.driver import Target, run_plan
+from pytest_latency.driver import Target, pacing, run_plan
 from pytest_latency.driver.client_load import SATURATED_SHARE, ClientLoad
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until, spun_ns
@@ -96,7 +98,9 @@ def test_stop_before_watch_reports_nothing() -> None:
     assert LoopMonitor().stop() is None
 
 
-def test_spinning_to_a_planned_instant_is_counted_apart() -> None:
+def test_spinning_to_a_planned_instant_is_counted_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pacing, "SPIN_NS", 2_000_000)  # a stretch any loop's timer leaves
+
     async def main() -> ClientLoad | None:
         async with monitored() as monitor:
             for _ in range(5):  # each wait ends in the spin to the exact instant
@@ -108,3 +112,29 @@ def test_spinning_to_a_planned_instant_is_counted_apart() -> None:
     assert load is not None and load.spin_s > 0
     assert spun_ns() - before == round(load.spin_s * 1e9)
     assert load.busy_share <= load.cpu_share
+
+
+def test_yields_that_ran_other_work_are_not_counted_as_spin(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pacing, "SPIN_NS", 5_000_000)
+    done = False
+
+    async def busy_reader() -> None:  # stands for socket reads: 0.2 ms of work per turn
+        while not done:
+            until = time.perf_counter_ns() + 200_000
+            while time.perf_counter_ns() < until:
+                pass
+            await anyio.lowlevel.checkpoint()
+
+    async def main() -> int:
+        nonlocal done
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(busy_reader)
+            before = spun_ns()
+            await sleep_until(time.perf_counter_ns() + 4_000_000)  # all of it in the spin
+            done = True
+        return spun_ns() - before
+
+    spun = anyio.run(main)
+    assert 0 <= spun < 1_000_000  # 4 ms of yielding, nearly all of it spent on the reader

@@ -99,6 +99,7 @@ def test_stopped_phases_leave_one_cancelled_record_per_unsent_request(
         stopped = [r for r in records if (r.error or "").startswith(STOPPED_EARLY)]
         assert len(stopped) > len(records) // 2, phase  # stopped well before the end
         assert all(r.status is Status.CANCELLED and r.sent_s is None for r in stopped)
+        assert all(r.trace_id == "" for r in stopped)  # prepared ones were withdrawn
         assert all(cause in (r.error or "") and repr(phase) in (r.error or "") for r in stopped)
     quiet = [r for r in run.records if r.phase == "quiet"]
     assert quiet and not any((r.error or "").startswith(STOPPED_EARLY) for r in quiet)

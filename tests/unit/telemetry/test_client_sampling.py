@@ -83,3 +83,17 @@ def test_a_disabled_sdk_still_sends_sampled_traceparents_of_our_own(
         assert header_trace == trace_id and sampled(flags)
         assert int(trace_id, 16) != 0 and int(span_id, 16) != 0
     assert exporter.spans == []  # the SDK is off: nothing recorded, only the ids exist
+
+
+def test_without_an_exporter_spans_are_ids_only_and_every_traceparent_is_sampled() -> None:
+    spans = ClientSpans()  # nothing would read a recorded span: none is made
+    sent = []
+    for _ in range(50):
+        headers: dict[str, str] = {}
+        span, trace_id = spans.start(1_000_000_000, headers)
+        assert not span.is_recording()
+        version, header_trace, span_id, flags = headers["traceparent"].split("-")
+        assert (version, header_trace, flags) == ("00", trace_id, "01")
+        assert format(span.get_span_context().span_id, "016x") == span_id != "0" * 16
+        sent.append(trace_id)
+    assert len(set(sent)) == 50 and "0" * 32 not in sent
