@@ -245,7 +245,10 @@ def test_inconclusive_policy(pytester):
     assert json.loads((pytester.path / "refused.json").read_text())["runs"] == []  # nothing sent
     allow = "--latency-allow-undecidable"
     warned = pytester.runpytest("-W", "default", allow)
-    warned.assert_outcomes(passed=1, warnings=2)
+    # At least the two warnings below; on a busy machine another short-run objective may
+    # be inconclusive too (one more warning), which is not what this test is about.
+    outcomes = warned.parseoutcomes()
+    assert outcomes.get("passed") == 1 and outcomes.get("warnings", 0) >= 2, outcomes
     text = " ".join(warned.stdout.str().split())
     assert "LatencyUndecidableWarning" in text and "Running anyway" in text
     assert "too few samples for a p99 bound" in text

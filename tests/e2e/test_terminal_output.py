@@ -56,7 +56,7 @@ SERVER = ServerSpec(**yaml.safe_load({FAST_SIM!r}))
 
 
 def test_api(latency):
-    result = latency.run(Phase('steady', rate=20, duration_s=4, arrival='constant'),
+    result = latency.run(Phase('steady', rate=20, duration_s=DURATION_S, arrival='constant'),
                          input_tokens=(10, 10),
                          output_tokens=5, seed=1, server=SERVER)
     result.assert_slo(objective("ttft", p=99, max="5s"), objective("e2e", p=50, max="E2E_MAX"))
@@ -65,8 +65,8 @@ def test_api(latency):
 ASSERT_LINE = 1 + next(i for i, line in enumerate(PYTHON_TEST.splitlines()) if "assert_slo" in line)
 
 
-def python_test(e2e_max: str) -> str:
-    return PYTHON_TEST.replace("E2E_MAX", e2e_max)
+def python_test(e2e_max: str, duration_s: int = 4) -> str:
+    return PYTHON_TEST.replace("E2E_MAX", e2e_max).replace("DURATION_S", str(duration_s))
 
 
 # Every run here passes a generous --latency-max-lag: a busy machine must not make a run
@@ -81,6 +81,15 @@ def not_on_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     BUILD_NUMBER is set; these tests are about the terminal, so they run as off CI."""
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
+
+
+def assert_passed_with_warnings(result: pytest.RunResult, passed: int, warnings: int) -> None:
+    """``passed`` tests and at least ``warnings`` warnings: on a busy machine another
+    short-run objective may be inconclusive as well (one more warning each), which is
+    not what these tests are about; the warnings they are about are checked by text."""
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == passed and outcomes.get("warnings", 0) >= warnings
+    assert not {"failed", "errors", "error"} & outcomes.keys(), outcomes
 
 
 def folded(text: str) -> str:
@@ -174,7 +183,7 @@ def test_warnings_point_at_the_objective_line_and_the_test_line(
     pytester.makefile(".slo.yaml", fast=FAST_SPEC)  # the p99 objective is on line 12
     pytester.makepyfile(test_api=python_test("5s"))
     result = pytester.runpytest(*RELAXED)
-    result.assert_outcomes(passed=2, warnings=4)  # each: undecidable (allowed), inconclusive
+    assert_passed_with_warnings(result, 2, 4)  # each: undecidable (allowed), inconclusive
     output = result.stdout.str()
     assert overlong(after_header(output), 100) == []
     warned = output[output.index("warnings summary") : output.index(" latency summary =")]
@@ -201,7 +210,9 @@ def test_a_failed_python_test_names_its_objective_and_ci_logs_show_the_evidence_
 ) -> None:
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.setenv("CI", "true")  # pytest prints the whole crash message in CI logs
-    pytester.makepyfile(test_api=python_test("1ms"))
+    # 160 requests: on a busy machine 80 showed a design effect of 6 in send order, and
+    # the few degrees of freedom left a 40x-over p50 without a lower bound (inconclusive).
+    pytester.makepyfile(test_api=python_test("1ms", duration_s=8))
     result = pytester.runpytest(*RELAXED)
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines([r"FAILED test_api\.py::test_api - e2e p50 \S+ > 1ms \(bounds "])
@@ -222,13 +233,13 @@ def test_progress_lines_in_a_ci_log_and_none_under_q(
     )
     pytester.makepyfile(test_api=python_test("5s"))
     result = pytester.runpytest(*RELAXED, "-v")
-    result.assert_outcomes(passed=1, warnings=2)
+    assert_passed_with_warnings(result, 1, 2)
     result.stdout.re_match_lines(
         [r"latency \ds of 4s: sent \d+/80, completed \d+, in flight \d+, \ds left"]
     )
     assert "\r" not in result.stdout.str()  # plain lines, no rewriting
     quiet = pytester.runpytest(*RELAXED, "-q")
-    quiet.assert_outcomes(passed=1, warnings=2)
+    assert_passed_with_warnings(quiet, 1, 2)
     assert "latency 1s of" not in quiet.stdout.str()
 
 
