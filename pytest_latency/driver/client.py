@@ -268,9 +268,9 @@ class Run:
         if session:
             await self._session(sender, request, record, planned_ns, slots, stops)
             return
-        stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
-        self.launched += 1
-        await self._send(sender, request, record, planned_ns, slots, stops, prepared=prepared)
+        await self._send_counted(
+            sender, request, record, planned_ns, slots, stops, prepared=prepared
+        )
 
     async def _user(
         self,
@@ -289,9 +289,7 @@ class Run:
         )
 
         async def send_now(request: PlannedRequest, record: RequestRecord, at_ns: int) -> None:
-            stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
-            self.launched += 1
-            await self._send(sender, request, record, at_ns, slots, stops)
+            await self._send_counted(sender, request, record, at_ns, slots, stops)
 
         think_ns = round(phase.think_time_s * 1e9)
         await run_user(turns, window_ns, think_ns, self.started_ns, send_now, stops.reason)
@@ -314,9 +312,9 @@ class Run:
             history: Sequence[Message],
             answer: list[str],
         ) -> None:
-            stops.sent(turn.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
-            self.launched += 1
-            await self._send(sender, turn, turn_record, at_ns, slots, stops, history, answer)
+            await self._send_counted(
+                sender, turn, turn_record, at_ns, slots, stops, history, answer
+            )
 
         assert self.plan.workload.sessions is not None and request.session is not None
         think_ns = round(self.plan.workload.sessions.think_time_s * 1e9)
@@ -325,6 +323,23 @@ class Run:
         await run_session(
             first, later, planned_ns, think_ns, self.started_ns, send_turn, stops.reason
         )
+
+    async def _send_counted(
+        self,
+        sender: Sender,
+        request: PlannedRequest,
+        record: RequestRecord,
+        at_ns: int,
+        slots: anyio.CapacityLimiter | None,
+        stops: PhaseStops,
+        history: Sequence[Message] = (),
+        answer: list[str] | None = None,
+        prepared: PreparedSend | None = None,
+    ) -> None:
+        """Count a send as launched (for its phase's stop rules too), then send it."""
+        stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
+        self.launched += 1
+        await self._send(sender, request, record, at_ns, slots, stops, history, answer, prepared)
 
     @staticmethod
     async def _send(
