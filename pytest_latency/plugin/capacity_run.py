@@ -48,9 +48,6 @@ from pytest_latency.analysis.capacity_probe import (
 from pytest_latency.driver import Run, Target
 from pytest_latency.driver.loop import loop_options
 from pytest_latency.plugin.capacity_timeline import ProbeRun
-from pytest_latency.plugin.capacity_timeline import capacity_result as capacity_result
-from pytest_latency.plugin.capacity_timeline import search_timeline as search_timeline
-from pytest_latency.plugin.capacity_timeline import search_workload as search_workload
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
 from pytest_latency.spec.model import MAX_SEED, Objective, Workload

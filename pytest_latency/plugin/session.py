@@ -298,7 +298,8 @@ class LatencySession:
         """Search the capacity with live probes (docs/capacity.md): one run for the reports,
         its bracket in ``result.capacity``; each probe decides ``criteria``."""
         from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
-        from pytest_latency.plugin.capacity_run import LiveSearch, ProbeTelemetry, capacity_result
+        from pytest_latency.plugin.capacity_run import LiveSearch, ProbeTelemetry
+        from pytest_latency.plugin.capacity_timeline import capacity_result
         from pytest_latency.plugin.gate import enforce
 
         if template.until_decided_s is not None:

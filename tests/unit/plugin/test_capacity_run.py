@@ -9,7 +9,8 @@ import pytest
 
 from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.driver import Target
-from pytest_latency.plugin.capacity_run import LiveSearch, capacity_result, search_timeline
+from pytest_latency.plugin.capacity_run import LiveSearch
+from pytest_latency.plugin.capacity_timeline import capacity_result, search_timeline
 from pytest_latency.records import RUN_SCHEMA, STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.report.html.model import ReportRun
 from pytest_latency.report.json_report import run_dict
