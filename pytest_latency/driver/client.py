@@ -268,9 +268,7 @@ class Run:
         if session:
             await self._session(sender, request, record, planned_ns, slots, stops)
             return
-        await self._send_counted(
-            sender, request, record, planned_ns, slots, stops, prepared=prepared
-        )
+        await self._send(sender, request, record, planned_ns, slots, stops, prepared=prepared)
 
     async def _user(
         self,
@@ -289,7 +287,7 @@ class Run:
         )
 
         async def send_now(request: PlannedRequest, record: RequestRecord, at_ns: int) -> None:
-            await self._send_counted(sender, request, record, at_ns, slots, stops)
+            await self._send(sender, request, record, at_ns, slots, stops)
 
         think_ns = round(phase.think_time_s * 1e9)
         await run_user(turns, window_ns, think_ns, self.started_ns, send_now, stops.reason)
@@ -312,9 +310,7 @@ class Run:
             history: Sequence[Message],
             answer: list[str],
         ) -> None:
-            await self._send_counted(
-                sender, turn, turn_record, at_ns, slots, stops, history, answer
-            )
+            await self._send(sender, turn, turn_record, at_ns, slots, stops, history, answer)
 
         assert self.plan.workload.sessions is not None and request.session is not None
         think_ns = round(self.plan.workload.sessions.think_time_s * 1e9)
@@ -324,25 +320,8 @@ class Run:
             first, later, planned_ns, think_ns, self.started_ns, send_turn, stops.reason
         )
 
-    async def _send_counted(
-        self,
-        sender: Sender,
-        request: PlannedRequest,
-        record: RequestRecord,
-        at_ns: int,
-        slots: anyio.CapacityLimiter | None,
-        stops: PhaseStops,
-        history: Sequence[Message] = (),
-        answer: list[str] | None = None,
-        prepared: PreparedSend | None = None,
-    ) -> None:
-        """Count a send as launched (for its phase's stop rules too), then send it."""
-        stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
-        self.launched += 1
-        await self._send(sender, request, record, at_ns, slots, stops, history, answer, prepared)
-
-    @staticmethod
     async def _send(
+        self,
         sender: Sender,
         request: PlannedRequest,
         record: RequestRecord,
@@ -355,7 +334,10 @@ class Run:
     ) -> None:
         """Send now, or once one of ``max_concurrency`` slots is free (FIFO): the wait is
         recorded and stays in the latency, which is measured from the planned send time.
-        A session's turn carries ``history`` and keeps its text in ``answer``."""
+        A session's turn carries ``history`` and keeps its text in ``answer``. It counts
+        as launched now (for its phase's stop rules too)."""
+        stops.sent(request.phase, (time.perf_counter_ns() - self.started_ns) / 1e9)
+        self.launched += 1
         try:
             if slots is None:
                 await sender.send(request, record, planned_ns, history, answer, prepared)
