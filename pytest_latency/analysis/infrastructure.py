@@ -13,15 +13,20 @@ The patterns, strongest first (constants below):
   :data:`GONE_MIN_REQUESTS` or more requests (in send order) from there to the end of
   the run mostly found no server (connection refused or reset, or a stream cut off),
   the last one included;
+* the server **stopped answering**: no request was answered after some point, and every
+  request from there to the end of the run timed out (or found no server), a stretch of
+  :data:`OUTAGE_SHARE` of the requests and at least :data:`OUTAGE_MIN_REQUESTS`: a hung
+  server, or one so overloaded that nothing finished within the timeout for the rest of
+  the run (either way no latency was measured there, and a gate must not pass it);
 * an **outage**: such a stretch mid-run covering :data:`OUTAGE_SHARE` of the requests
   (and at least :data:`OUTAGE_MIN_REQUESTS`);
 * one **dominant error**: the same HTTP status, or the same connection or protocol
   error, behind :data:`DOMINANT_SHARE` of the offered requests.
 
 Rejections (429/503 from admission) and timeouts are the server's answer under load, a
-latency matter, so they never make a run an infrastructure failure; nor do HTTP errors
-on a minority of requests (500s on 15%): the error-rate and latency objectives judge
-those.
+latency matter, so they never make a run an infrastructure failure unless nothing was
+answered from some point to the end (above); nor do HTTP errors on a minority of
+requests (500s on 15%): the error-rate and latency objectives judge those.
 """
 
 from __future__ import annotations
@@ -42,6 +47,9 @@ INFRASTRUCTURE_STATUSES = frozenset(
 # A request that found no server: refused or reset, or its stream cut off mid-answer
 # (what the requests in flight see when the server dies).
 UNREACHED_STATUSES = frozenset({Status.CONNECTION_ERROR, Status.PROTOCOL_ERROR})
+# A request the server never finished: it timed out, or it found no server.
+UNANSWERED_STATUSES = UNREACHED_STATUSES | {Status.TIMEOUT}
+_ANY_PATTERN = INFRASTRUCTURE_STATUSES | UNANSWERED_STATUSES
 DOMINANT_SHARE = 0.5  # one error behind at least this share of the offered requests
 GONE_MIN_REQUESTS = 5  # unreached requests in a row, to the end of the run
 OUTAGE_MIN_REQUESTS = 10  # unreached requests in a row, mid-run ...
@@ -121,10 +129,11 @@ def classify(
     ``server_exit``: how the server the plugin started exited during the run, if it did.
     """
     found = None
-    # Every pattern needs an infrastructure error: one cheap pass for the usual run.
-    if any(record.status in INFRASTRUCTURE_STATUSES for record in records):
+    # Every pattern needs an infrastructure error or a timeout: one cheap pass for the
+    # usual run.
+    if any(record.status in _ANY_PATTERN for record in records):
         ordered = sorted(records, key=lambda record: (record.intended_s, record.id))
-        found = _gone(ordered) or _outage(ordered) or _dominant(ordered)
+        found = _gone(ordered) or _stalled(ordered) or _outage(ordered) or _dominant(ordered)
     if server_exit is None:
         return found
     # The first line only (exit code); the log tail after it goes into the evidence.
@@ -149,13 +158,19 @@ def infrastructure_headline(
     return None if found is None else found.headline
 
 
-def _gone(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
-    """No request answered after some point, most of the rest (and the last) unreached:
-    the server went away. (A few rejected or cut off while it shut down count too; an
-    overloaded server's requests time out instead.)"""
+def _unanswered_to_the_end(ordered: Sequence[RequestRecord]) -> int:
+    """Where the run's last stretch of requests not answered starts (``len`` if none)."""
     start = len(ordered)
     while start > 0 and not ordered[start - 1].ok:
         start -= 1
+    return start
+
+
+def _gone(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
+    """No request answered after some point, most of the rest (and the last) unreached:
+    the server went away. (A few rejected or cut off while it shut down count too; a
+    hung server's requests time out instead: :func:`_stalled`.)"""
+    start = _unanswered_to_the_end(ordered)
     failed = ordered[start:]
     unreached = sum(record.status in UNREACHED_STATUSES for record in failed)
     if len(failed) < GONE_MIN_REQUESTS or unreached < len(failed) / 2:
@@ -166,6 +181,25 @@ def _gone(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
     where = f", from request #{first.id} ({first.intended_s:.2f}s) to the end of the run"
     hint = "the server went away?"
     return _failure("gone", ordered, failed, where, hint, _answered_before(ordered, start))
+
+
+def _stalled(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
+    """Nothing answered from some point to the end, every request there timed out or
+    found no server, over a long stretch: the server stopped answering. A short stretch
+    (under :data:`OUTAGE_SHARE` of the run) is an overloaded end the latency judges."""
+    start = _unanswered_to_the_end(ordered)
+    failed = [record for record in ordered[start:] if record.status is not Status.CANCELLED]
+    if len(failed) < max(OUTAGE_MIN_REQUESTS, OUTAGE_SHARE * len(ordered)):
+        return None
+    if any(record.status not in UNANSWERED_STATUSES for record in failed):
+        return None
+    first = failed[0]
+    where = f", from request #{first.id} ({first.intended_s:.2f}s) to the end of the run"
+    hint = (
+        "the server stopped answering: hung, or so overloaded that no request finished"
+        " within the timeout"
+    )
+    return _failure("stalled", ordered, failed, where, hint, _answered_before(ordered, start))
 
 
 def _outage(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:

@@ -33,6 +33,7 @@ FOUR_TOKENS = Script(
         Step(0.02, DONE),
     )
 )
+HANG = Script(status=None)  # accept, read the request, never answer
 # 150 requests at 30/s: enough to decide a 5% error rate (125 needed at 99%).
 SPEC = """\
 server: {{url: "{url}", model: m}}
@@ -133,3 +134,41 @@ def test_a_python_test_whose_server_is_killed_mid_run_fails_with_the_headline(
     text = _flat(result)
     assert HEADLINE.search(text) is not None, text
     assert "LatencyInfrastructureError: infrastructure: " in text  # catchable as LatencyRunInvalid
+
+
+@pytest.fixture
+def hanging_server() -> Iterator[ScriptedServer]:
+    """A server that answers the preflight's request and :data:`ANSWERED_BEFORE_THE_KILL`
+    of the run's, then accepts every request and never answers (a hung server): each
+    times out."""
+    server = ScriptedServer()
+    server.models = ["m"]
+    server.route("m", lambda index: FOUR_TOKENS if index <= ANSWERED_BEFORE_THE_KILL else HANG)
+    server.start()
+    yield server
+    server.stop()
+
+
+def test_a_spec_file_whose_server_hangs_mid_run_errors_instead_of_passing(
+    pytester: pytest.Pytester, hanging_server: ScriptedServer
+) -> None:
+    """Before, 90 of 150 requests timing out came out INCONCLUSIVE (bounds 0..inf,
+    effective n 5) for both latency objectives and the test passed with warnings."""
+    spec = SPEC.format(url=hanging_server.url).replace("  - {metric: error_rate, max: 5%}\n", "")
+    pytester.makefile(".slo.yaml", hung=spec.replace("timeout: 5s", "timeout: 2s"))
+    result = pytester.runpytest_subprocess(
+        "-p", "no:randomly", "--latency-json", "run.json", timeout=INNER_TIMEOUT_S
+    )
+    result.assert_outcomes(errors=1)
+    text = _flat(result)
+    found = re.search(
+        r"infrastructure: (\d+) of 150 requests failed with no complete response within 2s"
+        r".*?, from request #(\d+) \(\S+\) to the end of the run — the server stopped"
+        r" answering: hung, or so overloaded that no request finished within the timeout",
+        text,
+    )
+    assert found is not None, text
+    assert int(found.group(1)) >= 150 - ANSWERED_BEFORE_THE_KILL - 5  # a few in flight
+    assert "passed" not in text.split("short test summary info")[-1]
+    (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
+    assert {objective["verdict"] for objective in run["objectives"]} == {"invalid"}

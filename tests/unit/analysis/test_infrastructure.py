@@ -115,10 +115,42 @@ def test_429_rejections_under_a_burst_are_the_servers_answer_not_infrastructure(
     for record in burst:
         record.intended_s += 10.0 - 100 / 40.0  # the burst starts at 10 s
     assert classify(steady + burst) is None
-    timed_out = [answered(i) for i in range(100)] + [
-        failed(i, Status.TIMEOUT, "timeout after 30s") for i in range(100, 200)
+    # An overloaded end: the last 30 of 200 time out (15%, under OUTAGE_SHARE): latency.
+    timed_out = [answered(i) for i in range(170)] + [
+        failed(i, Status.TIMEOUT, "timeout after 30s") for i in range(170, 200)
     ]
-    assert classify(timed_out) is None  # an overloaded queue at the end: latency, not setup
+    assert classify(timed_out) is None
+
+
+def test_a_server_that_stops_answering_is_infrastructure_whatever_the_requests_saw():
+    """60 answered, then every request to the end times out (a hung server, or one that
+    finished nothing within the timeout again): before, a 60% timeout run was an
+    INCONCLUSIVE p95 (bounds 0..inf, effective n 5) and the test passed."""
+    records = [answered(i) for i in range(60)] + [
+        failed(i, Status.TIMEOUT, "timeout after 5s") for i in range(60, 150)
+    ]
+    found = classify(records)
+    assert found is not None and found.pattern == "stalled"
+    assert found.headline == (
+        "infrastructure: 90 of 150 requests failed with timeout after 5s, from request #60"
+        " (6.00s) to the end of the run — the server stopped answering: hung, or so"
+        " overloaded that no request finished within the timeout"
+    )
+    assert found.last_answered is not None and found.last_answered.id == 59
+    # Still so when the last ones find no server at all (it was killed while hung) ...
+    records[-3:] = [failed(i, Status.CONNECTION_ERROR, REFUSED) for i in range(147, 150)]
+    assert classify(records).pattern == "stalled"  # type: ignore[union-attr]
+    # ... but one answer among them, or a rejection (the server's admission answering),
+    # makes it the server's answer under load: latency, not setup.
+    records[140] = answered(140)
+    assert classify(records) is None
+    records[140] = failed(140, Status.REJECTED, "HTTP 429")
+    assert classify(records) is None
+    # Requests the run never sent (it stopped early) are no evidence either way.
+    stopped = [answered(i) for i in range(60)] + [
+        failed(i, Status.CANCELLED, "never sent") for i in range(60, 150)
+    ]
+    assert classify(stopped) is None
 
 
 def test_an_outage_mid_run_is_infrastructure_and_a_short_blip_is_not():
