@@ -44,6 +44,8 @@ from pytest_latency.analysis.diagnosis_rules import (
     spearman_rho,
     strength_margin,
 )
+from pytest_latency.analysis.diagnosis_stall import stall
+from pytest_latency.gaps import gap_statistics
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Workload
 from pytest_latency.telemetry.prometheus import MetricsSeries
@@ -60,6 +62,7 @@ __all__ = (
 RULES: tuple[str, ...] = (
     "errors",
     "queueing",
+    "stall",
     "cold_start",
     "long_context",
     "batching",
@@ -88,6 +91,9 @@ def diagnose(
     found = [
         failures(records, [phase.name for phase in workload.phases]),
         queueing(c, windows, server_metrics),
+        stall(
+            c, gap_statistics([r.itl_s for r in records], [r.itl_summary for r in records], "max")
+        ),
         cold_start(c, warmed_up=workload.warmup_requests > 0),
         long_context(c),
         batching(c),

@@ -414,3 +414,56 @@ def test_hundred_thousand_records_are_diagnosed_the_same_every_time() -> None:
     findings = diagnose(records, wl)
     assert diagnose(records, wl) == findings
     assert rules(findings) == []  # one steady server, no shape of a bottleneck in it
+
+
+# --- stall --------------------------------------------------------------------------------
+
+STALLED = workload(("steady", 10, 20))
+
+
+def stalled_run(*, stall_s: float = 3.0, at: float = 8.0) -> list[RequestRecord]:
+    """10 req/s, TTFT 100 ms, 5 gaps of 10 ms; the server delivers nothing from ``at`` for
+    ``stall_s``: the requests sent before its end get their first token when it ends."""
+    out = []
+    for i in range(200):
+        t = i / 10
+        first = max(t + 0.1, at + stall_s + 0.001 * (i % 7)) if t < at + stall_s else t + 0.1
+        if t + 0.15 < at:  # done before the stall
+            first = t + 0.1
+        out.append(record(i, "steady", t, ttft=first - t, itl=0.01, gaps=5))
+    return out
+
+
+def test_a_stall_is_named_with_its_silence_and_its_waiters() -> None:
+    findings = diagnose(stalled_run(), STALLED)
+    (found,) = [f for f in findings if f.rule == "stall"]
+    # The last event before it: request 78's last byte at 7.95 s; the first after: 11.00 s.
+    assert "for 3.05s, from 7.95s to 11.00s" in found.evidence, found.evidence
+    assert "while 31 requests waited (16 of them through at least half of it)" in found.evidence
+    assert "31 of them got their first token within 305ms of its end" in found.evidence
+    assert "vs median 100ms of the other 169" in found.evidence
+    assert "GC or allocator pause" in found.check
+    assert "cold_start" not in rules(findings)  # the first request is not the story
+
+
+@pytest.mark.parametrize(
+    ("records", "plan"),
+    [
+        # A queue builds and drains gradually (the seed's spike): no silence.
+        pytest.param(spike(), SPIKE, id="growing-queue"),
+        # Nothing in flight for 12 s: idle, not stalled.
+        pytest.param(idle_run(resumed_ttft=0.3), IDLE, id="idle"),
+        # Under 5 median TTFTs (and 0.5 s): the usual spacing of a slow server.
+        pytest.param(stalled_run(stall_s=0.4), STALLED, id="short"),
+        # 1 req/s of 6 s streams: first tokens and ends 1 s apart, tokens every 30 ms.
+        pytest.param(
+            [record(i, "steady", float(i), ttft=0.1, itl=0.03, gaps=200) for i in range(30)],
+            workload(("steady", 1, 30)),
+            id="streaming-across",
+        ),
+    ],
+)
+def test_a_stall_stays_silent_without_its_evidence(
+    records: list[RequestRecord], plan: Workload
+) -> None:
+    assert "stall" not in rules(diagnose(records, plan))
