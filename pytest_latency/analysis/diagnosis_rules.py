@@ -29,6 +29,7 @@ IDLE_GAP_S = 5.0
 COLD_FACTOR = 3.0
 COLD_MIN_OTHERS = 20
 COLD_OTHERS_SHARE = 0.1  # at most this share of the other requests may be as slow
+COLD_MIN_EXCESS_S = 0.01  # and the slowest cold request this much over their median
 # 3. long_context
 CONTEXT_MIN_N = 30
 CONTEXT_SPREAD = 2.0  # longest-quarter median input >= 2x the shortest quarter's
@@ -291,6 +292,8 @@ def cold_start(c: Columns, warmed_up: bool) -> Finding | None:
     if share_cold < 0.5 or share_others >= min(share_cold / 2, COLD_OTHERS_SHARE):
         return None
     worst = float(ttft[cold].max())
+    if worst - median < COLD_MIN_EXCESS_S:  # a connection set up, not a replica warmed
+        return None
     cold_gaps = gaps[cold & np.isfinite(gaps)]
     where = []
     if n_cold > cold_gaps.size:

@@ -6,7 +6,8 @@ after request the same way. Judged as statistics, such a run is at best inconclu
 even pass. So these runs are classified first, from the records alone, and a run that
 matches is invalid: its test errors with the evidence, whatever its objectives say.
 
-The patterns, strongest first (constants below):
+The patterns, strongest first (constants below), read from the requests that were sent
+(a request the run cancelled before sending it is no evidence about the server):
 
 * the server **exited** during the run (a container or process the plugin started);
 * the server **went away**: no request was answered after some point, and the
@@ -132,7 +133,7 @@ def classify(
     # Every pattern needs an infrastructure error or a timeout: one cheap pass for the
     # usual run.
     if any(record.status in _ANY_PATTERN for record in records):
-        ordered = sorted(records, key=lambda record: (record.intended_s, record.id))
+        ordered = sorted(_sent(records), key=lambda record: (record.intended_s, record.id))
         found = _gone(ordered) or _stalled(ordered) or _outage(ordered) or _dominant(ordered)
     if server_exit is None:
         return found
@@ -166,6 +167,12 @@ def _unanswered_to_the_end(ordered: Sequence[RequestRecord]) -> int:
     return start
 
 
+def _sent(records: Sequence[RequestRecord]) -> list[RequestRecord]:
+    """Leave out requests the run cancelled (a stop rule, a probe stopped early): they
+    are no evidence about the server either way."""
+    return [record for record in records if record.status is not Status.CANCELLED]
+
+
 def _gone(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
     """No request answered after some point, most of the rest (and the last) unreached:
     the server went away. (A few rejected or cut off while it shut down count too; a
@@ -188,7 +195,7 @@ def _stalled(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:
     found no server, over a long stretch: the server stopped answering. A short stretch
     (under :data:`OUTAGE_SHARE` of the run) is an overloaded end the latency judges."""
     start = _unanswered_to_the_end(ordered)
-    failed = [record for record in ordered[start:] if record.status is not Status.CANCELLED]
+    failed = ordered[start:]
     if len(failed) < max(OUTAGE_MIN_REQUESTS, OUTAGE_SHARE * len(ordered)):
         return None
     if any(record.status not in UNANSWERED_STATUSES for record in failed):

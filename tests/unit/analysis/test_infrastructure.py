@@ -224,3 +224,13 @@ def test_the_gate_raises_an_infrastructure_error_with_the_evidence():
     assert "nothing was decided" in text
     # The objectives were decided first, so the reports name them, invalid.
     assert [r.verdict for r in result.objective_results] == [Verdict.INVALID] * 3
+
+
+def test_a_server_gone_before_a_probe_stopped_early_is_still_gone():
+    """A capacity probe stopped early leaves its unsent requests cancelled at the end of
+    the run: no evidence either way, so the refusals before them still say 'went away'."""
+    records = server_dies_at(60)
+    records += [failed(i, Status.CANCELLED, "never sent") for i in range(150, 170)]
+    found = classify(records)
+    assert found is not None and found.pattern == "gone"
+    assert found.headline.startswith("infrastructure: 90 of 150 requests failed with")
