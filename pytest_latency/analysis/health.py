@@ -69,7 +69,7 @@ def check_generator(
     if lag_p99 is not None and lag_p99 > max_lag_p99_s:
         reasons.append(
             f"schedule lag p99 {format_seconds(lag_p99)} exceeds {format_seconds(max_lag_p99_s)}: "
-            "the load generator could not keep its schedule"
+            "the load generator could not keep its schedule" + _lag_cause(client, max_lag_p99_s)
         )
     shortfalls: dict[str, float] = {}
     for phase in workload.phases:
@@ -103,6 +103,28 @@ def check_generator(
             )
     reasons += _saturated(client)
     return GeneratorHealth(not reasons, tuple(reasons), lag_p99, shortfalls, tuple(workers), client)
+
+
+def _lag_cause(client: ClientLoad | None, max_lag_p99_s: float) -> str:
+    """Whose the late sends were, from the client's own event-loop lag: a loop that woke
+    late could not send on time (the client is the bottleneck); one that woke on time
+    handed every send over on time, and the sends then waited for a connection."""
+    if client is None or client.loop_lag_p99_s is None:
+        return ""
+    loop = (
+        f"its event loop woke {format_seconds(client.loop_lag_p99_s)} late at p99, its"
+        f" driving thread busy {client.busy_share:.0%} of the run and"
+        f" {client.busiest_window_share:.0%} of its busiest second"
+    )
+    if client.loop_lag_p99_s > max_lag_p99_s / 2:
+        return (
+            f" ({loop}: the client is the bottleneck; spread the load over more workers"
+            " (--latency-workers) or run on a quieter machine)"
+        )
+    return (
+        f" ({loop}: the client kept time, so the sends waited for connections: the server"
+        " or the network accepted them too slowly)"
+    )
 
 
 def _saturated(client: ClientLoad | None) -> list[str]:

@@ -3,6 +3,7 @@
 import pytest
 
 from pytest_latency.analysis.health import check_generator
+from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.worker_clocks import GeneratorWorker
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec.model import Phase, Workload
@@ -58,3 +59,30 @@ def test_a_remote_worker_whose_clock_is_uncertain_beyond_the_allowed_lag_makes_i
 
 def test_local_runs_report_no_workers():
     assert "workers" not in check_generator(_records(0.002), WORKLOAD).to_json()
+
+
+def _client(loop_lag_p99_s: float) -> ClientLoad:
+    return ClientLoad(
+        wall_s=10.0, cpu_s=7.6, busiest_window_share=0.96, loop_lag_p99_s=loop_lag_p99_s,
+        loop_lag_max_s=loop_lag_p99_s, wakeups=1000,
+    )  # fmt: skip
+
+
+def test_late_sends_name_the_client_when_its_own_loop_woke_late():
+    """Tried at 2,500 req/s on one core: the sends were 640 ms late at p99 while the
+    driving thread was busy 76% of the run (96% in its busiest second): the reason must
+    say the client was the bottleneck, not leave the user to suspect the server."""
+    health = check_generator(_records(0.2), WORKLOAD, client=_client(0.16))
+    (reason,) = health.reasons
+    assert reason.endswith(
+        "the load generator could not keep its schedule (its event loop woke 160.0ms late at"
+        " p99, its driving thread busy 76% of the run and 96% of its busiest second: the"
+        " client is the bottleneck; spread the load over more workers (--latency-workers)"
+        " or run on a quieter machine)"
+    ), reason
+
+
+def test_late_sends_from_a_loop_that_kept_time_waited_for_connections():
+    (reason,) = check_generator(_records(0.2), WORKLOAD, client=_client(0.002)).reasons
+    assert "its event loop woke 2.0ms late at p99" in reason
+    assert "the client kept time, so the sends waited for connections" in reason
