@@ -91,9 +91,7 @@ def diagnose(
     found = [
         failures(records, [phase.name for phase in workload.phases]),
         queueing(c, windows, server_metrics),
-        stall(
-            c, gap_statistics([r.itl_s for r in records], [r.itl_summary for r in records], "max")
-        ),
+        stall(c, lambda rows: _largest_gaps(records, rows)),
         cold_start(c, warmed_up=workload.warmup_requests > 0),
         long_context(c),
         batching(c),
@@ -120,6 +118,12 @@ def findings_to_json(findings: Sequence[Finding]) -> list[dict[str, object]]:
         }
         for f in findings
     ]
+
+
+def _largest_gaps(records: Sequence[RequestRecord], rows: np.ndarray) -> np.ndarray:
+    """The largest inter-token gap of each request at ``rows`` (NaN without gaps)."""
+    chosen = [records[int(row)] for row in rows]
+    return gap_statistics([r.itl_s for r in chosen], [r.itl_summary for r in chosen], "max")
 
 
 def _itl_medians(records: Sequence[RequestRecord], ok: np.ndarray) -> np.ndarray:

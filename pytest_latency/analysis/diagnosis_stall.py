@@ -11,6 +11,8 @@ through it and no request evidently streaming across it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from pytest_latency.analysis.diagnosis_rules import Columns, Finding, fmt_s, strength_margin
@@ -32,12 +34,13 @@ def _largest_silence(c: Columns) -> tuple[float, float] | None:
     return float(events[index]), float(events[index + 1])
 
 
-def stall(c: Columns, largest_gap: np.ndarray) -> Finding | None:
+def stall(c: Columns, largest_gaps: Callable[[np.ndarray], np.ndarray]) -> Finding | None:
     """The longest silence, when requests waited through it and none streamed across it.
 
-    ``largest_gap``: each request's largest inter-token gap (NaN without gaps). A request
-    streaming across the silence whose gaps are all shorter than it delivered tokens
-    during it (events the columns do not hold), so there was no stall.
+    ``largest_gaps(rows)``: those requests' largest inter-token gaps (NaN without gaps),
+    asked only for the requests streaming across the silence. One whose gaps are all
+    shorter than the silence delivered tokens during it (events the columns do not
+    hold), so there was no stall.
     """
     if int(c.ok.sum()) < STALL_MIN_OK:
         return None
@@ -46,8 +49,8 @@ def stall(c: Columns, largest_gap: np.ndarray) -> Finding | None:
         return None
     begin, end = silence
     length = end - begin
-    streaming = c.ok & (c.first <= begin) & (c.end >= end)
-    if np.any(streaming & ~(largest_gap >= length)):  # NaN gaps: unknown, so no stall
+    streaming = np.flatnonzero(c.ok & (c.first <= begin) & (c.end >= end))
+    if streaming.size and not np.all(largest_gaps(streaming) >= length):  # NaN: unknown
         return None
     waited = np.isfinite(c.first) & (c.first >= end) & (c.start < end)
     long_waits = int((waited & (c.start <= begin + length / 2)).sum())
