@@ -123,3 +123,41 @@ def test_between_no_count_and_a_short_count_the_degrees_of_freedom_say_how_many(
         " degrees of freedom, at which a bound needs effective n 188+ (effective n 120;"
         " 51+ with the correlation known)"
     )
+
+
+def ar1_ttfts(seed: int, n: int, rho: float) -> np.ndarray:
+    """TTFTs around 0.2 s whose log level is an AR(1) in send order (a shared queue)."""
+    rng = np.random.default_rng(seed)
+    levels = np.empty(n)
+    level = rng.normal()
+    for index in range(n):
+        level = rho * level + math.sqrt(1.0 - rho**2) * rng.normal()
+        levels[index] = level
+    return 0.2 * np.exp(0.3 * levels)
+
+
+def test_few_send_order_degrees_of_freedom_are_named_with_what_would_decide():
+    """80 correlated requests under a p50 limit: effective n 11 would give a p50 bound
+    (8 needed) were the correlation known, but its send-order estimate has 4 degrees of
+    freedom. The reason says so, not "too few samples", and the advice is a longer run."""
+    records = []
+    for index, ttft in enumerate(ar1_ttfts(0, 80, 0.7)):
+        record = RequestRecord(index, "burst", index * 0.05, 100, max_tokens=20)
+        record.status, record.sent_s = Status.OK, index * 0.05
+        record.first_token_s = index * 0.05 + float(ttft)
+        record.end_s = record.first_token_s + 0.2
+        records.append(record)
+    goal = objective("ttft", p=50, max="300ms")
+    flat = Workload(phases=(Phase("burst", rate=20, duration_s=4),))
+    [result] = decide_objectives([goal], records, confidence=0.99, workload=flat)
+    assert result.verdict is Verdict.INCONCLUSIVE and math.isinf(result.upper_s)
+    assert result.dependence is not None and result.dependence.method == "serial"
+    assert math.floor(result.effective_n) >= samples_needed(0.5, 0.99)
+    assert result.reason.startswith(
+        "too few degrees of freedom for a p50 bound: the correlation in send order"
+        " (over 10 of 80 requests) is estimated with 4 degrees of freedom, at which a bound"
+        " needs effective n 21+ (effective n 11; 8+ with the correlation known)"
+    )
+    assert "too few samples" not in result.reason and "roughly" not in result.reason
+    assert "to decide it: about 1.3x the evidence" in result.reason
+    assert "a run about 1.3x as long" in result.reason and "until_decided: {max: " in result.reason
