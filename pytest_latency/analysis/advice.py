@@ -19,7 +19,7 @@ from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import adjusted_confidence
 from pytest_latency.analysis.planning import burst_phases, needed_requests
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, few_degrees_of_freedom
-from pytest_latency.spec.model import Workload
+from pytest_latency.spec.model import Objective, Workload
 
 # Beyond this many times the evidence a run holds, "run longer" is no longer advice.
 MAX_EVIDENCE_FACTOR = 1000.0
@@ -54,22 +54,30 @@ def evidence_factor(result: ObjectiveResult) -> float | None:
     if estimate == limit:
         return None
     spread = upper - estimate if estimate < limit else estimate - lower
-    if math.isfinite(spread):
+    # A latency's lower bound of 0 s is the floor, not an order statistic: no bound yet.
+    floor = objective.metric != "attainment" and estimate > limit and lower <= 0.0
+    if math.isfinite(spread) and not floor:
         return max((spread / abs(limit - estimate)) ** 2, 1.0)
-    # The bound does not exist yet at this effective n.
+    # The bound does not exist yet at this effective n. A missing lower bound on the
+    # p-th percentile needs the count an upper bound on the (100 - p)-th needs.
+    side = objective
+    if estimate > limit and objective.p is not None and objective.metric != "attainment":
+        side = replace(objective, p=100.0 - objective.p)
     dependence = result.dependence
     if dependence is not None and math.isfinite(dependence.degrees_of_freedom):
-        return _factor_with_degrees(result, dependence)
-    needed = needed_requests(objective, result.confidence)
+        return _factor_with_degrees(result, dependence, side)
+    needed = needed_requests(side, result.confidence)
     return None if needed is None else max(needed / effective, 1.0)
 
 
-def _factor_with_degrees(result: ObjectiveResult, dependence: Dependence) -> float | None:
+def _factor_with_degrees(
+    result: ObjectiveResult, dependence: Dependence, side: Objective
+) -> float | None:
     """The fewest times its evidence that gives a bound when the correlation estimate's
     degrees of freedom grow with the evidence: an episode adds one (``k`` episodes give
     ``k - 1``), a longer run of one episode adds its share. None: not within
     ``MAX_EVIDENCE_FACTOR``, or no count can."""
-    if needed_requests(result.objective, result.confidence) is None:
+    if needed_requests(side, result.confidence) is None:
         return None  # no count decides it at any confidence (a max of 0%)
     episodes = dependence.degrees_of_freedom + 1 if dependence.method == "episodes" else None
 
@@ -84,7 +92,7 @@ def _factor_with_degrees(result: ObjectiveResult, dependence: Dependence) -> flo
         factor, degrees = grown(step)
         more = replace(dependence, degrees_of_freedom=degrees)
         adjusted = adjusted_confidence(result.confidence, more)
-        needed = None if adjusted >= 1.0 else needed_requests(result.objective, adjusted)
+        needed = None if adjusted >= 1.0 else needed_requests(side, adjusted)
         return needed is not None and math.floor(dependence.n_effective * factor) >= needed
 
     # More evidence never needs more: bisect for the fewest steps (a few dozen checks).

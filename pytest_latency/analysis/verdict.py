@@ -176,6 +176,8 @@ def _no_upper_bound(p: float, confidence: float, dependence: Dependence | None) 
     """Why there is no upper bound: too few effective requests, or too few episodes."""
     dependence = dependence or independent(0)
     effective, needed = dependence.n_effective, samples_needed(p / 100.0, confidence)
+    if _serial_degrees_bind(p, confidence, dependence):
+        return _few_serial_degrees(p, confidence, dependence)
     if not few_degrees_of_freedom(p, confidence, dependence):
         return (
             f"too few samples for a p{p:g} bound: effective n={effective:.0f},"
@@ -192,6 +194,35 @@ def _no_upper_bound(p: float, confidence: float, dependence: Dependence | None) 
             f"{head}, too few for any bound at {confidence * 100:.4g}% confidence: more requests"
             f" per episode cannot give one (effective n {effective:.0f})"
         )
+    return (
+        f"{head}, at which a bound needs effective n {samples_needed(p / 100.0, adjusted)}+"
+        f" (effective n {effective:.0f}; {needed}+ with the correlation known)"
+    )
+
+
+def _serial_degrees_bind(p: float, confidence: float, dependence: Dependence) -> bool:
+    """Whether the send-order estimate's few degrees of freedom, not the requests, keep a
+    p-th percentile bound from existing: the effective n would give one were the
+    correlation known. (A longer run adds both requests and degrees of freedom.)"""
+    if dependence.method not in ("serial", "short"):
+        return False
+    if math.isinf(dependence.degrees_of_freedom):
+        return False
+    return math.floor(dependence.n_effective) >= samples_needed(p / 100.0, confidence)
+
+
+def _few_serial_degrees(p: float, confidence: float, dependence: Dependence) -> str:
+    """The reason when the send-order estimate's degrees of freedom bind (see above)."""
+    degrees, effective = dependence.degrees_of_freedom, dependence.n_effective
+    head = (
+        f"too few degrees of freedom for a p{p:g} bound: the correlation in send order"
+        f" (over {max(dependence.window, 1)} of {dependence.n} requests) is estimated with"
+        f" {degrees:.0f} degrees of freedom"
+    )
+    adjusted = adjusted_confidence(confidence, dependence)
+    needed = samples_needed(p / 100.0, confidence)
+    if adjusted >= 1.0:
+        return f"{head}, too few for any bound at {confidence * 100:.4g}% confidence"
     return (
         f"{head}, at which a bound needs effective n {samples_needed(p / 100.0, adjusted)}+"
         f" (effective n {effective:.0f}; {needed}+ with the correlation known)"

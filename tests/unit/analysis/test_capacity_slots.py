@@ -111,7 +111,11 @@ def test_a_six_minute_search_brackets_a_16_slot_server_within_1_5x(
 # so a 60 s probe at 82% of the capacity holds ~15-25 effective requests where a pass at
 # a probe's share of alpha needs ~80. No 6-minute search closes 1.44x: measured 1 of 40
 # within 1.5x at the 3 s limit (median: no pass found), 1 of 20 with a 12-minute budget
-# (median 1.73x). A strict xfail: a search that meets 1.5x here must update the docs.
+# (median 1.73x). Charging only the indicator at the sample quantile (Bahadur), which
+# breaks the 2% guarantee elsewhere, makes it 3 of 20; no share of alpha over repeats or
+# looks does better; half within 1.5x takes confidence 80% (benchmarks/
+# sim_capacity_levers.py, docs/capacity.md). A strict xfail: a search that meets 1.5x
+# here must update the docs.
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="a 4-slot server is bracketed within 1.5x rarely")
 def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x() -> None:
