@@ -123,7 +123,9 @@ def classify(
     found = None
     # Every pattern needs an infrastructure error: one cheap pass for the usual run.
     if any(record.status in INFRASTRUCTURE_STATUSES for record in records):
-        ordered = sorted(records, key=lambda record: (record.intended_s, record.id))
+        # Requests never sent (a stop rule kept them back) never reached for the server.
+        sent = (record for record in records if not record.never_sent)
+        ordered = sorted(sent, key=lambda record: (record.intended_s, record.id))
         found = _gone(ordered) or _outage(ordered) or _dominant(ordered)
     if server_exit is None:
         return found

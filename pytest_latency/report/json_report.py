@@ -118,6 +118,7 @@ def _phase(
         "offered": summary.offered,
         "completed": summary.completed,
         "failed": summary.failed,
+        "unsent": summary.unsent,
         "target_rate": summary.target_rate,
         "offered_rate": summary.offered_rate,
         "schedule_lag_p99_s": _number(summary.schedule_lag_p99_s),
