@@ -96,8 +96,9 @@ def test_terminal_json_html_and_markdown_agree_with_the_phase_table(run: Latency
 
 
 def test_a_verdict_no_look_decided_is_shown_and_said_so() -> None:
-    """A probe stopped when its queue ran away has the queue check's evidence only: its
-    objectives' verdicts still show, saying that no look decided them."""
+    """A verdict without evidence (a probe the budget cut before any look, or a file from
+    before runaway probes carried their objectives' evidence) still shows, saying that no
+    look decided it."""
     import math
 
     from pytest_latency.analysis.capacity import ProbeEvidence
