@@ -15,6 +15,7 @@ from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE, PhaseSummary
 from pytest_latency.driver.worker_clocks import describe_workers
@@ -70,7 +71,8 @@ def format_run(
         gates = [result.objective for result in run.objective_results]
         throughput = summary.throughput
         window_s = summary.duration_s if throughput is None else throughput.window_s
-        extra = goodput_lines(run.phase_records(summary.name), gates, window_s)
+        sent = sent_records(run.phase_records(summary.name))  # as json_report counts
+        extra = goodput_lines(sent, gates, window_s)
         if throughput is not None:
             extra.insert(0, f"{summary.name}: {throughput.describe()}")
         if any(p.closed_loop for p in run.workload.phases if p.name == summary.name):

@@ -129,6 +129,9 @@ def test_every_report_agrees(run: LatencyResult) -> None:
     (phase,) = document["phases"]
     assert (phase["offered"], phase["failed"], phase["unsent"]) == (PLANNED, 3, PLANNED - SENT)
     assert phase["percentiles_s"]["ttft"]["p50"] == pytest.approx(_truth(50))
+    run.evaluate([objective("attainment", ttft="10s", min="50%")])  # goodput follows it
+    ((good,),) = [p["goodput"] for p in run_dict(run)["phases"]]
+    assert (good["offered"], good["good"]) == (SENT, COMPLETED)  # of the sent
 
     lines = format_run(run, width=200)
     head = next(line for line in lines if line.split()[:2] == ["phase", "offered"])
