@@ -219,18 +219,27 @@ def decide_runaway(
     probe (an overloaded server looks fine while its queue builds), so a passing
     objective is ``inconclusive``, its estimate and bounds kept (docs/capacity.md).
     """
-    verdicts, evidence = _decide_objectives(criteria, seen, confidence, earlier)
+    verdicts, evidence = held_back(*_decide_objectives(criteria, seen, confidence, earlier))
+    if queue is not None:
+        evidence.append(queue)
+    return {**verdicts, SATURATION_LABEL: "fail"}, evidence
+
+
+def held_back(
+    verdicts: dict[str, str], evidence: Sequence[ProbeEvidence]
+) -> tuple[dict[str, str], list[ProbeEvidence]]:
+    """A probe stopped before its end (a fail at an early look, a runaway queue): its
+    fails stand, its passes become ``inconclusive`` (a pass needs the whole probe), each
+    with its estimate and bounds kept."""
     held = {
-        label: "fail" if verdict == "fail" else "inconclusive"
+        label: verdict if verdict in ("fail", "invalid") else "inconclusive"
         for label, verdict in verdicts.items()
     }
     shown = [
         dataclasses.replace(item, verdict=held.get(item.objective, item.verdict))
         for item in evidence
     ]
-    if queue is not None:
-        shown.append(queue)
-    return {**held, SATURATION_LABEL: "fail"}, shown
+    return held, shown
 
 
 def decide_probe(

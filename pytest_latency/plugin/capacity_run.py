@@ -44,6 +44,7 @@ from pytest_latency.analysis.capacity_probe import (
     RUNAWAY_Z,
     decide_probe,
     decide_runaway,
+    held_back,
     queue_evidence,
     saturated,
 )
@@ -270,6 +271,7 @@ class LiveSearch:
             if "fail" in verdicts.values() or last:
                 if not last:
                     run.stop(f"capacity probe at {rate:g}/s decided at {look:.0%} of the probe")
+                    verdicts, evidence = held_back(verdicts, evidence)  # a pass needs it all
                 return _Decision(verdicts, len(seen), not last, tuple(evidence), tuple(seen))
         raise AssertionError("the last look always decides")
 

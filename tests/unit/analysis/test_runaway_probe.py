@@ -5,13 +5,14 @@ needs the whole probe), in the terminal, the JSON and the HTML alike."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
 import pytest
 
 from pytest_latency.analysis.capacity import CapacityResult, ProbeEvidence, ProbeResult
-from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, decide_runaway
+from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, decide_runaway, held_back
 from pytest_latency.analysis.probe_counts import probe_counts
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.report.capacity_table import capacity_lines
@@ -98,3 +99,18 @@ def test_the_json_and_html_carry_the_same(reports: tuple[str, str, dict[str, obj
     cells = [re.findall(r"<td>(.*?)</td>", row) for row in rows]
     (goal,) = [row for row in cells if row and row[1] == "ttft p90 &lt;= 500ms"]
     assert goal[2] == f"inconclusive ({REASON})" and goal[4] == "100.0%" and goal[7] == str(SENT)
+
+
+def test_a_probe_stopped_at_an_early_look_holds_back_its_passes_only() -> None:
+    """Stopped on one objective's fail at an early look, another's pass there is no pass
+    of the probe (the rest was never sent): inconclusive, its numbers kept."""
+    verdicts, evidence = decide_runaway([GOAL], _seen(0.05), None, confidence=0.995)
+    passing = dataclasses.replace(evidence[0], verdict="pass")
+    failing = dataclasses.replace(evidence[0], objective="e2e p90 <= 1s", verdict="fail")
+    held, shown = held_back(
+        {GOAL.label: "pass", "e2e p90 <= 1s": "fail"}, [passing, failing, QUEUE]
+    )
+    assert held == {GOAL.label: "inconclusive", "e2e p90 <= 1s": "fail"}
+    assert [item.verdict for item in shown] == ["inconclusive", "fail", "fail"]
+    assert shown[0].estimate == passing.estimate and shown[0].lower == passing.lower
+    assert verdicts[SATURATION_LABEL] == "fail"  # a runaway fails the probe, queue or not
