@@ -125,6 +125,13 @@ class RequestRecord:
         return self.status is Status.OK
 
     @property
+    def never_sent(self) -> bool:
+        """Cancelled before it was sent (a stop rule, a decided probe, the run's end or a
+        lost generator kept it back): counted as planned, but never offered to the
+        server, so neither a latency sample nor an error (docs/metrics.md)."""
+        return self.status is Status.CANCELLED and self.sent_s is None
+
+    @property
     def schedule_lag_s(self) -> float | None:
         """How late the generator sent it (actual minus planned send time, less any wait
         for a concurrency slot, which is the cap's doing); None if unsent."""

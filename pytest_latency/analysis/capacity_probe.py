@@ -182,6 +182,66 @@ def _evidence(
     )
 
 
+def _decide_objectives(
+    criteria: Sequence[Objective],
+    seen: Sequence[RequestRecord],
+    confidence: float,
+    earlier: Sequence[Sequence[RequestRecord]],
+) -> tuple[dict[str, str], list[ProbeEvidence]]:
+    """Each objective's verdict and evidence on ``seen`` pooled with ``earlier``, at
+    ``confidence`` shared among the objectives."""
+    each = objective_confidence(len(criteria), confidence)
+    tests = [as_proportion(goal) for goal in criteria]
+    records = pooled_records([*earlier, seen])
+    results = decide_objectives(tests, records, confidence=each)
+    verdicts: dict[str, str] = {}
+    evidence: list[ProbeEvidence] = []
+    for goal, tested, result in zip(criteria, tests, results, strict=True):
+        verdicts[goal.label] = result.verdict.value
+        evidence.append(_evidence(goal, tested, result, len(earlier) + 1))
+    return verdicts, evidence
+
+
+def decide_runaway(
+    criteria: Sequence[Objective],
+    seen: Sequence[RequestRecord],
+    queue: ProbeEvidence | None,
+    *,
+    confidence: float,
+    earlier: Sequence[Sequence[RequestRecord]] = (),
+) -> tuple[dict[str, str], list[ProbeEvidence]]:
+    """A probe its runaway queue stopped between looks: the queue check fails it, and
+    each objective shows what the requests it sent before the stop hold (``seen``, once
+    ended; pooled with ``earlier``), decided at ``confidence`` (the share of the look it
+    did not reach, so the looks' union bound holds).
+
+    A fail stands: a probe gets no better with time. A pass does not: it needs the whole
+    probe (an overloaded server looks fine while its queue builds), so a passing
+    objective is ``inconclusive``, its estimate and bounds kept (docs/capacity.md).
+    """
+    verdicts, evidence = held_back(*_decide_objectives(criteria, seen, confidence, earlier))
+    if queue is not None:
+        evidence.append(queue)
+    return {**verdicts, SATURATION_LABEL: "fail"}, evidence
+
+
+def held_back(
+    verdicts: dict[str, str], evidence: Sequence[ProbeEvidence]
+) -> tuple[dict[str, str], list[ProbeEvidence]]:
+    """A probe stopped before its end (a fail at an early look, a runaway queue): its
+    fails stand, its passes become ``inconclusive`` (a pass needs the whole probe), each
+    with its estimate and bounds kept."""
+    held = {
+        label: verdict if verdict in ("fail", "invalid") else "inconclusive"
+        for label, verdict in verdicts.items()
+    }
+    shown = [
+        dataclasses.replace(item, verdict=held.get(item.objective, item.verdict))
+        for item in evidence
+    ]
+    return held, shown
+
+
 def decide_probe(
     criteria: Sequence[Objective],
     seen: Sequence[RequestRecord],
@@ -197,15 +257,7 @@ def decide_probe(
     shared among the objectives; and whether the queue ran away (in flight counted over
     ``before``, warm-up included, fitted from ``warmup_s`` on). Returns the verdicts by
     label (the queue check only when it failed) and the evidence of each."""
-    each = objective_confidence(len(criteria), confidence)
-    tests = [as_proportion(goal) for goal in criteria]
-    records = pooled_records([*earlier, seen])
-    results = decide_objectives(tests, records, confidence=each)
-    verdicts: dict[str, str] = {}
-    evidence: list[ProbeEvidence] = []
-    for goal, tested, result in zip(criteria, tests, results, strict=True):
-        verdicts[goal.label] = result.verdict.value
-        evidence.append(_evidence(goal, tested, result, len(earlier) + 1))
+    verdicts, evidence = _decide_objectives(criteria, seen, confidence, earlier)
     queue = queue_evidence(before, rate, warmup_s, SATURATION_Z)
     if queue is not None:
         evidence.append(queue)

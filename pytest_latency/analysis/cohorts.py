@@ -122,13 +122,14 @@ def summarise_cohorts(records: Sequence[RequestRecord]) -> list[CohortSummary]:
     summaries = []
     for (key, hit), members in groups.items():
         ok = [record for record in members if record.ok]
+        unsent = sum(record.never_sent for record in members)  # neither failed nor a sample
         ttft = metric_samples(members, "ttft")
         summaries.append(
             CohortSummary(
                 key=key,
                 offered=len(members),
                 completed=len(ok),
-                failed=len(members) - len(ok),
+                failed=len(members) - len(ok) - unsent,
                 ttft_p50_s=percentile(ttft, 50),
                 ttft_p95_s=percentile(ttft, 95),
                 itl_p50_s=percentile(metric_samples(members, "itl"), 50),

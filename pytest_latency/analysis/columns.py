@@ -18,6 +18,7 @@ from pytest_latency.records import RequestRecord, Status
 STATUSES: tuple[Status, ...] = tuple(Status)
 _STATUS_CODE = {status: code for code, status in enumerate(STATUSES)}
 _OK = _STATUS_CODE[Status.OK]
+_CANCELLED = _STATUS_CODE[Status.CANCELLED]
 
 
 def float_column(records: Sequence[RequestRecord], name: str) -> np.ndarray:
@@ -76,6 +77,12 @@ class Columns:
         completed: np.ndarray = self.status == _OK
         return completed
 
+    @property
+    def never_sent(self) -> np.ndarray:
+        """Cancelled before being sent: planned, never offered (no sample, no error)."""
+        kept_back: np.ndarray = (self.status == _CANCELLED) & np.isnan(self.sent)
+        return kept_back
+
     def status_counts(self, mask: np.ndarray) -> dict[str, int]:
         counts = np.bincount(self.status[mask], minlength=len(STATUSES))
         return {STATUSES[code].value: int(n) for code, n in enumerate(counts) if n}
@@ -84,15 +91,18 @@ class Columns:
         """``instant - intended`` per request in ``mask``: ``inf`` where it failed.
 
         The verdicts' rule (analysis/samples.py): a failed request counts as unbounded,
-        a completed one without the instant is left out.
+        a completed one without the instant, and one never sent, are left out.
         """
+        mask = mask & ~self.never_sent
         values: np.ndarray = instant[mask] - self.intended[mask]
         values[~self.ok[mask]] = np.inf
         present: np.ndarray = values[~np.isnan(values)]
         return present
 
     def itl_per_request(self, mask: np.ndarray) -> np.ndarray:
-        """Each request's median gap in ``mask`` (``inf`` where it failed), as verdicts see it."""
+        """Each request's median gap in ``mask`` (``inf`` where it failed, never-sent ones
+        left out), as verdicts see it."""
+        mask = mask & ~self.never_sent
         medians = self.itl_median[mask]  # a copy: boolean indexing
         medians[~self.ok[mask]] = np.inf
         present: np.ndarray = medians[~np.isnan(medians)]

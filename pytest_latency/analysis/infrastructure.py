@@ -168,9 +168,9 @@ def _unanswered_to_the_end(ordered: Sequence[RequestRecord]) -> int:
 
 
 def _sent(records: Sequence[RequestRecord]) -> list[RequestRecord]:
-    """Leave out requests the run cancelled (a stop rule, a probe stopped early): they
-    are no evidence about the server either way."""
-    return [record for record in records if record.status is not Status.CANCELLED]
+    """Leave out requests the run never sent (a stop rule, a probe stopped early): they
+    never reached for the server, so they are no evidence about it either way."""
+    return [record for record in records if not record.never_sent]
 
 
 def _gone(ordered: Sequence[RequestRecord]) -> InfrastructureFailure | None:

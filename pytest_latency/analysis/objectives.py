@@ -20,23 +20,27 @@ ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 
 
 def in_scope(records: Sequence[RequestRecord], objective: Objective) -> list[RequestRecord]:
-    """The requests an objective is about: its phase and planned token-length cohort."""
-    return [
-        record
-        for record in records
-        if (objective.phase is None or record.phase == objective.phase)
+    """The requests an objective is about: its phase and planned token-length cohort,
+    sent to the server (one never sent was never offered: no sample, no error)."""
+    return [record for record in records if not record.never_sent and _in_cohort(record, objective)]
+
+
+def _in_cohort(record: RequestRecord, objective: Objective) -> bool:
+    return (
+        (objective.phase is None or record.phase == objective.phase)
         and in_range(record.input_tokens, objective.input_tokens)
         and in_range(output_length(record), objective.output_tokens)
-    ]
+    )
 
 
 def empty_cohort(
-    objective: Objective, offered: int, confidence: float, where: str
+    objective: Objective, offered: int, confidence: float, where: str, unsent: int = 0
 ) -> ObjectiveResult:
     """INCONCLUSIVE for an objective whose scope holds no request: nothing was measured.
 
     Not the server's doing: the objective's phase or token ranges select none of the
-    planned requests (or the phase planned none), so the reason says so.
+    planned requests (or the phase planned none), so the reason says so. ``unsent``:
+    requests in the scope that were planned but never sent (a stop rule kept them back).
     """
     cohort = objective.scope or "all phases"
     reason = (
@@ -44,6 +48,12 @@ def empty_cohort(
         " nothing measured, nothing decided; check the objective's phase and token ranges"
         " against the workload's"
     )
+    if unsent:
+        reason = (
+            f"none of the {unsent} requests in cohort [{cohort}] in {where} was sent (kept"
+            " back before sending: stopped early or cut short): nothing measured, nothing"
+            " decided"
+        )
     lower, upper = -math.inf, math.inf
     if objective.metric in ("error_rate", "attainment") or objective.relative:
         lower, upper = 0.0, math.inf if objective.relative else 1.0
@@ -103,7 +113,8 @@ def decide_objectives(
         if objective.metric == "capacity":
             results.append(capacity_objective_result(objective, capacity, confidence))
         elif not scoped:
-            results.append(empty_cohort(objective, len(records), confidence, "this run"))
+            unsent = sum(r.never_sent and _in_cohort(r, objective) for r in records)
+            results.append(empty_cohort(objective, len(records), confidence, "this run", unsent))
         elif objective.relative and runs and not any(runs):
             total = sum(len(run) for run in baseline or ())
             results.append(empty_cohort(objective, total, confidence, "the baseline"))

@@ -8,7 +8,12 @@ phase table:
 * ``sent``: those sent; a probe decided at an early look stops sending, so the rest
   are ``cancelled`` (never sent), as are those cut off at the search's deadline;
 * ``decided_on``: those planned before the look that decided the probe, the ``n`` its
-  verdicts count (the JSON's ``offered``, its name before these counts).
+  verdicts count (the JSON's ``offered``, its name before these counts);
+* ``stop_reason``: why it stopped sending early (its never-sent requests' error:
+  ``stopped early: capacity probe at 12/s: the queue ran away``), None when it sent all.
+
+Requests never sent are neither latency samples nor errors (docs/metrics.md): the
+verdicts' n counts the sent ones.
 
 A stopped-early probe has ``sent + cancelled == planned`` (its sent requests end as
 they would); ``decided_on`` can be less than ``sent``, since requests go on being sent
@@ -31,13 +36,15 @@ class ProbeCounts:
     sent: int
     cancelled: int
     decided_on: int
+    stop_reason: str | None = None
 
-    def to_json(self) -> dict[str, int]:
+    def to_json(self) -> dict[str, int | str | None]:
         return {
             "planned": self.planned,
             "sent": self.sent,
             "cancelled": self.cancelled,
             "decided_on": self.decided_on,
+            "stop_reason": self.stop_reason,
         }
 
 
@@ -69,6 +76,7 @@ def probe_counts(records: Sequence[RequestRecord], decided_on: int) -> ProbeCoun
         sent=sum(record.sent_s is not None for record in records),
         cancelled=sum(record.status is Status.CANCELLED for record in records),
         decided_on=decided_on,
+        stop_reason=next((r.error for r in records if r.never_sent and r.error), None),
     )
 
 

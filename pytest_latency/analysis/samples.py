@@ -12,6 +12,13 @@ values. A completed request without the value (a one-token answer has no gap; th
 server reported no queue wait) is left out. When no completed request has a value at
 all (the server reports no queue wait), the sample is empty rather than all ``inf``.
 
+**A request never sent was never offered.** One a stop rule, a decided capacity probe,
+the run's end or a lost generator kept back (``cancelled`` without a send instant,
+:attr:`RequestRecord.never_sent`) is counted as planned but is neither a sample nor an
+error: it is left out of every series here and of the error rate's denominator. A
+request sent and then cancelled (cut off mid-stream) was offered and did not complete:
+it fails like any other.
+
 Samples are in send order (``intended_s``), with each request's episode, because the
 bounds measure correlation along that order.
 """
@@ -66,8 +73,13 @@ class Series:
         return int(self.values.size)
 
 
+def sent_records(records: Iterable[RequestRecord]) -> list[RequestRecord]:
+    """The records of requests offered to the server: all but the never-sent ones."""
+    return [record for record in records if not record.never_sent]
+
+
 def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
-    ordered = list(records)
+    ordered = sent_records(records)
     if any(b.intended_s < a.intended_s for a, b in pairwise(ordered)):
         ordered.sort(key=lambda record: (record.episode, record.intended_s, record.id))
     return ordered
@@ -99,7 +111,8 @@ def _completed_values(records: Sequence[RequestRecord], metric: str) -> np.ndarr
 
 
 def metric_series(records: Iterable[RequestRecord], metric: str) -> Series:
-    """``metric`` per request in send order: failed requests ``inf``, undefined ones left out."""
+    """``metric`` per request in send order: failed requests ``inf``, undefined and
+    never-sent ones left out."""
     if metric not in LATENCY_METRICS:
         raise ValueError(f"unknown latency metric {metric!r}; one of {', '.join(LATENCY_METRICS)}")
     ordered = _send_order(records)
@@ -114,7 +127,8 @@ def metric_series(records: Iterable[RequestRecord], metric: str) -> Series:
 
 
 def metric_samples(records: Iterable[RequestRecord], metric: str) -> np.ndarray:
-    """All per-request values of ``metric`` (send order; failed requests as ``inf``)."""
+    """All per-request values of ``metric`` (send order; failed requests as ``inf``,
+    never-sent ones left out)."""
     return metric_series(records, metric).values
 
 
@@ -130,7 +144,10 @@ def _phases(ordered: Sequence[RequestRecord]) -> np.ndarray:
 
 
 def record_value(record: RequestRecord, metric: str) -> float | None:
-    """One request's value of ``metric``: ``inf`` where it failed, None where undefined."""
+    """One request's value of ``metric``: ``inf`` where it failed, None where undefined
+    or never sent."""
+    if record.never_sent:
+        return None
     if not record.ok:
         return math.inf
     value = float(_completed_values([record], metric)[0])
@@ -138,13 +155,15 @@ def record_value(record: RequestRecord, metric: str) -> float | None:
 
 
 def failure_series(records: Iterable[RequestRecord]) -> Series:
-    """1.0 for each failed request, 0.0 for each completed one, in send order."""
+    """1.0 for each failed request, 0.0 for each completed one, in send order (the
+    never-sent are neither)."""
     ordered = _send_order(records)
     failed = np.fromiter((0.0 if r.ok else 1.0 for r in ordered), dtype=np.float64)
     return Series(failed, _episodes(ordered), _phases(ordered))
 
 
 def error_counts(records: Sequence[RequestRecord]) -> tuple[int, int]:
-    """(failed, offered): failed is any status but ok."""
-    failed = sum(1 for record in records if not record.ok)
-    return failed, len(records)
+    """(failed, sent): failed is any status but ok, of the requests sent (the never-sent
+    are neither failed nor counted)."""
+    sent = sent_records(records)
+    return sum(1 for record in sent if not record.ok), len(sent)

@@ -3,7 +3,8 @@
 Boundary of every latency here: client side, from the planned send time (so generator
 lag and server stalls are both included), to the first content token / last byte.
 Failed requests count as unbounded and ITL is each request's median gap, exactly as
-the verdicts count them, so a printed p95 is the verdict's estimate.
+the verdicts count them, so a printed p95 is the verdict's estimate. Requests never sent
+(kept back by a stop rule) are ``unsent``: planned, neither failed nor a sample.
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def shown_metrics(objective_metrics: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class PhaseSummary:
-    """What one phase offered, what came back, and the client-side distributions."""
+    """What one phase offered, what came back, and the client-side distributions.
+
+    ``offered`` counts every planned request: ``completed + failed + unsent``, where
+    ``unsent`` were never sent (kept back by a stop rule, a decided probe or the run's
+    end) and so are neither failed nor latency samples.
+    """
 
     name: str
     offered: int
@@ -55,6 +61,7 @@ class PhaseSummary:
     schedule_lag_p99_s: float
     duration_s: float
     statuses: dict[str, int] = field(default_factory=dict)
+    unsent: int = 0
     percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
     # Completed work per second of the phase's window (analysis/throughput.py).
     throughput: Throughput | None = None
@@ -88,6 +95,7 @@ def summarise_phase(
     mask = columns.in_phase(phase.name)
     offered = int(mask.sum())
     completed = int((mask & columns.ok).sum())
+    unsent = int((mask & columns.never_sent).sum())
     sent = columns.sent[mask]
     sent = sent[~np.isnan(sent)]
     lags = sent - columns.intended[mask][~np.isnan(columns.sent[mask])]
@@ -104,12 +112,13 @@ def summarise_phase(
         name=phase.name,
         offered=offered,
         completed=completed,
-        failed=offered - completed,
+        failed=offered - completed - unsent,
         target_rate=phase.mean_rate,  # a ramp's mid-point rate
         offered_rate=sent_in_window / (phase.duration_s * len(windows)),
         schedule_lag_p99_s=percentile(lags, 99.0),
         duration_s=phase.duration_s * len(windows),
         statuses=columns.status_counts(mask),
+        unsent=unsent,
         percentiles={
             metric: dict(zip(ps, percentiles(samples[metric], ps), strict=True))
             for metric in dict.fromkeys((*SUMMARY_METRICS, *samples))

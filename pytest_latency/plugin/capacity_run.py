@@ -6,7 +6,9 @@ every probe request sent before the look has ended, decides the objectives at th
 look's share of alpha (:func:`~pytest_latency.analysis.looks.look_confidences`) and,
 once one fails, stops sending: what was not sent stays a ``cancelled`` record with the
 reason. A pass needs the whole probe (a queue that builds slowly looks fine early).
-Between looks a runaway queue (over-saturation) fails the probe at once. After the run
+Between looks a runaway queue (over-saturation) fails the probe at once; once the
+requests it sent have ended, its objectives are decided on them (a fail stands, a pass
+becomes inconclusive: a pass needs the whole probe). After the run
 the probe drains: it polls the server's ``/metrics`` until nothing waits or runs (or,
 without one, the client's own requests have all ended), so one probe's queue never
 spills into the next. The whole search, warm-ups and drains included, ends by the
@@ -40,8 +42,9 @@ from pytest_latency.analysis.capacity import (
 from pytest_latency.analysis.capacity_probe import (
     RUNAWAY_CHECK_S,
     RUNAWAY_Z,
-    SATURATION_LABEL,
     decide_probe,
+    decide_runaway,
+    held_back,
     queue_evidence,
     saturated,
 )
@@ -80,6 +83,9 @@ class _Decision:
     stopped_early: bool
     evidence: tuple[ProbeEvidence, ...] = ()
     seen: tuple[RequestRecord, ...] = ()  # the probe requests decided on, for a repeat
+    # A runaway queue stopped it: the requests sent before the stop and the confidence
+    # of the look it did not reach; its objectives are decided once those have ended.
+    runaway: tuple[tuple[RequestRecord, ...], float] | None = None
 
 
 class LiveSearch:
@@ -151,6 +157,8 @@ class LiveSearch:
                 )
             )  # fmt: skip
             raise
+        if decision is not None and decision.runaway is not None:
+            decision = self._after_runaway(decision, rate)
         drain = self._drain() if decision is not None else "budget ran out"
         joined = self._join(run.records)
         if decision is None:  # cancelled at the deadline: nothing decided
@@ -242,11 +250,10 @@ class LiveSearch:
                 ):  # a runaway queue: fail the probe now
                     run.stop(f"capacity probe at {rate:g}/s: the queue ran away")
                     seen = _probe_records(run, cutoff=now)
-                    verdicts = dict.fromkeys((g.label for g in self.criteria), "inconclusive")
                     queue = queue_evidence(run.records, rate, warm_s, RUNAWAY_Z)
                     shown = () if queue is None else (queue,)
-                    failed = {**verdicts, SATURATION_LABEL: "fail"}
-                    return _Decision(failed, len(seen), True, shown)
+                    runaway = (tuple(seen), confidence)
+                    return _Decision({}, len(seen), True, shown, runaway=runaway)
             seen = _probe_records(run, cutoff=cutoff)
             last = index == len(looks) - 1
             # An early look waits a while for its requests; a look skipped for them
@@ -264,8 +271,21 @@ class LiveSearch:
             if "fail" in verdicts.values() or last:
                 if not last:
                     run.stop(f"capacity probe at {rate:g}/s decided at {look:.0%} of the probe")
+                    verdicts, evidence = held_back(verdicts, evidence)  # a pass needs it all
                 return _Decision(verdicts, len(seen), not last, tuple(evidence), tuple(seen))
         raise AssertionError("the last look always decides")
+
+    def _after_runaway(self, decision: _Decision, rate: float) -> _Decision:
+        """A probe its runaway queue stopped, with each objective decided on the requests
+        it sent before the stop, now that they have ended (or were cut at the deadline)."""
+        assert decision.runaway is not None
+        seen, confidence = decision.runaway
+        queue = decision.evidence[0] if decision.evidence else None
+        verdicts, evidence = decide_runaway(
+            self.criteria, seen, queue, confidence=confidence,
+            earlier=self._decided_at.get(rate, []),
+        )  # fmt: skip
+        return _Decision(verdicts, decision.offered, True, tuple(evidence))
 
     def _decide(
         self,

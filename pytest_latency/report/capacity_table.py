@@ -5,7 +5,8 @@ requests are the phases ``warmup-<k>`` and ``probe-<k>`` in the tables above, an
 counts are theirs (:mod:`pytest_latency.analysis.probe_counts`): ``planned`` is the phase
 table's ``offered``, ``cancelled`` its cancelled status, ``decided`` what the verdicts
 rest on. Under each probe, the server's own durations (joined by trace id) and each
-objective's evidence: its estimate, bounds, n and effective n.
+objective's evidence: its estimate, bounds, n and effective n; an objective a stopped
+probe left undecided says why it stopped (a runaway queue, a fail at an early look).
 """
 
 from __future__ import annotations
@@ -60,12 +61,22 @@ def evidence_value(value: object, unit: object) -> str:
     return f"{value * 1e3:.0f}ms"
 
 
-def evidence_text(item: Mapping[str, object]) -> str:
+def verdict_text(item: Mapping[str, object], stop_reason: object = None) -> str:
+    """The verdict, and for an inconclusive one of a probe that stopped early, why it
+    stopped (``inconclusive (stopped early: ...: the queue ran away)``)."""
+    verdict = str(item.get("verdict", "-"))
+    if verdict == "inconclusive" and isinstance(stop_reason, str) and stop_reason:
+        return f"{verdict} ({stop_reason})"
+    return verdict
+
+
+def evidence_text(item: Mapping[str, object], stop_reason: object = None) -> str:
     """One probe verdict with what it rests on, from its JSON form (``probes[].objectives``):
     ``label: verdict; as <hypothesis>: estimate [lower, upper], n, effective n`` (the
-    hypothesis when it differs from the label: a percentile decided as a proportion)."""
+    hypothesis when it differs from the label: a percentile decided as a proportion);
+    ``stop_reason``: the probe's, said beside an inconclusive verdict."""
     unit = item.get("unit")
-    head = f"{item.get('objective')}: {item.get('verdict')}"
+    head = f"{item.get('objective')}: {verdict_text(item, stop_reason)}"
     if unit == "rps":  # the queue check: growth of in flight against the runaway line
         grew = evidence_value(item.get("estimate"), unit)
         return (
@@ -103,11 +114,11 @@ def without_evidence(verdicts: Mapping[str, object], evidence: Sequence[object])
     return [label for label in verdicts if label not in shown]
 
 
-def _verdicts(probe: ProbeResult) -> list[str]:
+def _verdicts(probe: ProbeResult, stop_reason: str | None) -> list[str]:
     """Each verdict with its evidence, then any verdict without (said so)."""
     items = [item.to_json() for item in probe.evidence]
     bare = without_evidence(probe.verdicts, items)
-    return [evidence_text(item) for item in items] + [
+    return [evidence_text(item, stop_reason) for item in items] + [
         f"{label}: {probe.verdicts[label]} ({UNDECIDED})" for label in bare
     ]
 
@@ -157,7 +168,8 @@ def capacity_lines(
         if not index:
             continue
         server = None if counted is None else server_text(counted[index - 1][1])
-        for text in [*([server] if server else []), *_verdicts(found.probes[index - 1])]:
+        reason = None if counted is None else counted[index - 1][0].stop_reason
+        for text in [*([server] if server else []), *_verdicts(found.probes[index - 1], reason)]:
             lines.extend(wrap(text, width, "      ", "  "))
     lines.extend(wrap(_bracket(found), width, "  "))
     lines.extend(wrap(f"assumption (monotonicity): {found.to_json()['assumption']}", width, "  "))

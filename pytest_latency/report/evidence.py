@@ -24,6 +24,18 @@ def trace_link(trace_id: str, template: str | None) -> str:
     return template.replace("{trace_id}", trace_id) if template else f"trace {trace_id}"
 
 
+def failed_count(failed: int, records: Sequence[RequestRecord]) -> str:
+    """``3 of 120 sent requests failed``, and how many planned ones were never sent (a
+    stop rule kept them back: neither failed nor a sample), when some were not."""
+    unsent = sum(record.never_sent for record in records)
+    if not unsent:
+        return f"{failed} of {len(records)} requests failed"
+    return (
+        f"{failed} of {len(records) - unsent} sent requests failed ({unsent} planned never"
+        " sent: neither failed nor a sample)"
+    )
+
+
 def sample_size(result: ObjectiveResult) -> str:
     """``n=400`` or, where correlation cost evidence, ``n=2000, effective n=105``."""
     effective = result.n_effective

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from pytest_latency.analysis.infrastructure import InfrastructureFailure, describe
 from pytest_latency.analysis.verdict import ObjectiveResult
 from pytest_latency.records import RequestRecord
-from pytest_latency.report.evidence import headline, slowest_requests, trace_link
+from pytest_latency.report.evidence import failed_count, headline, slowest_requests, trace_link
 from pytest_latency.report.wrapping import wrap
 
 if TYPE_CHECKING:
@@ -74,14 +74,12 @@ def failed_requests(
     the first ``shown`` ids, the first one's trace). Empty when none failed."""
     groups: dict[tuple[str, str], list[RequestRecord]] = {}
     for record in sorted(records, key=lambda record: (record.intended_s, record.id)):
-        if not record.ok:
+        if not record.ok and not record.never_sent:
             groups.setdefault((record.status.value, describe(record)), []).append(record)
     if not groups:
         return []
     count = sum(len(members) for members in groups.values())
-    lines = [
-        f"{count} of {len(records)} requests failed (each counts as unbounded in every objective):"
-    ]
+    lines = [f"{failed_count(count, records)} (each counts as unbounded in every objective):"]
     for (status, text), members in sorted(groups.items(), key=lambda item: -len(item[1])):
         ids = ", ".join(f"#{record.id}" for record in members[:shown])
         more = f" and {len(members) - shown} more" if len(members) > shown else ""

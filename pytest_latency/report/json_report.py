@@ -20,6 +20,7 @@ from pytest_latency.analysis.baseline import SaveReport, merge_for_save, run_key
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
@@ -112,12 +113,14 @@ def _phase(
     throughput = summary.throughput
     # Goodput counts over the same window as throughput, so the two sit side by side.
     window_s = throughput.window_s if throughput is not None else summary.duration_s
-    goodput = phase_goodput(records, objectives, window_s)
+    # Of the requests sent: one never sent was never offered (docs/metrics.md).
+    goodput = phase_goodput(sent_records(records), objectives, window_s)
     return {
         "name": summary.name,
         "offered": summary.offered,
         "completed": summary.completed,
         "failed": summary.failed,
+        "unsent": summary.unsent,
         "target_rate": summary.target_rate,
         "offered_rate": summary.offered_rate,
         "schedule_lag_p99_s": _number(summary.schedule_lag_p99_s),

@@ -20,6 +20,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.capacity_table import probe_count_cells
 from pytest_latency.report.confidence_note import note_for
+from pytest_latency.report.evidence import failed_count
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
 from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
 from pytest_latency.report.throughput_table import markdown_lines as throughput_markdown
@@ -146,7 +147,7 @@ def failure_lines(run: ReportRun) -> list[str]:
     """Failed requests counted by status and error, each kind with its first request."""
     groups: dict[tuple[str, str], list[RequestRecord]] = {}
     for record in run.records:
-        if not record.ok:
+        if not record.ok and not record.never_sent:
             groups.setdefault((record.status.value, record.error or ""), []).append(record)
     if not groups:
         return []
@@ -162,7 +163,7 @@ def failure_lines(run: ReportRun) -> list[str]:
         for (status, error), members in ranked
     ]
     return [
-        f"{failed} of {len(run.records)} requests failed (each counts as unbounded):",
+        f"{md_text(failed_count(failed, run.records))} (each counts as unbounded):",
         "",
         *table(["status", "error", "requests", "first one's trace"], rows),
     ]

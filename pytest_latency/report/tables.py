@@ -27,11 +27,19 @@ _LOAD_HEADS = ("offered", "ok", "failed", "target/s", "planned/s", "sent/s", "la
 _GAP = "  "
 
 
-def _load_cells(summary: PhaseSummary) -> tuple[str, ...]:
+def _load_heads(summaries: Sequence[PhaseSummary]) -> tuple[str, ...]:
+    """The load columns; ``unsent`` after ``failed`` only when a stop rule kept some back."""
+    if not any(summary.unsent for summary in summaries):
+        return _LOAD_HEADS
+    return (*_LOAD_HEADS[:3], "unsent", *_LOAD_HEADS[3:])
+
+
+def _load_cells(summary: PhaseSummary, unsent: bool) -> tuple[str, ...]:
     return (
         str(summary.offered),
         str(summary.completed),
         str(summary.failed),
+        *((str(summary.unsent),) if unsent else ()),
         f"{summary.target_rate:.2f}",
         f"{summary.planned_rate:.2f}",
         f"{summary.offered_rate:.2f}",
@@ -72,11 +80,13 @@ def wide_table(summaries: Sequence[PhaseSummary]) -> list[str]:
     ps = _shown(summaries)
     quantiles = "/".join(f"p{p:g}" for p in ps)
     metrics = _metrics(summaries)
-    header = ["phase", *_LOAD_HEADS, *(f"{metric} {quantiles}" for metric in metrics)]
+    heads = _load_heads(summaries)
+    unsent = len(heads) > len(_LOAD_HEADS)
+    header = ["phase", *heads, *(f"{metric} {quantiles}" for metric in metrics)]
     rows = [
         [
             summary.name,
-            *_load_cells(summary),
+            *_load_cells(summary, unsent),
             *(_latency_cell(summary, metric, ps) for metric in metrics),
         ]
         for summary in summaries
@@ -86,8 +96,10 @@ def wide_table(summaries: Sequence[PhaseSummary]) -> list[str]:
 
 def compact_tables(summaries: Sequence[PhaseSummary]) -> list[str]:
     """A load table, then latencies: one row per phase and metric, a column per percentile."""
-    load = _table([["phase", *_LOAD_HEADS], *(
-        [summary.name, *_load_cells(summary)] for summary in summaries
+    heads = _load_heads(summaries)
+    unsent = len(heads) > len(_LOAD_HEADS)
+    load = _table([["phase", *heads], *(
+        [summary.name, *_load_cells(summary, unsent)] for summary in summaries
     )])  # fmt: skip
     ps = _shown(summaries)
     header = ["phase", "metric", *(f"p{p:g}" for p in ps)]

@@ -15,8 +15,9 @@ from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_line
-from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE
+from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE, PhaseSummary
 from pytest_latency.driver.worker_clocks import describe_workers
 from pytest_latency.report.capacity_table import capacity_lines
 from pytest_latency.report.confidence_note import confidence_note
@@ -70,17 +71,16 @@ def format_run(
         gates = [result.objective for result in run.objective_results]
         throughput = summary.throughput
         window_s = summary.duration_s if throughput is None else throughput.window_s
-        extra = goodput_lines(run.phase_records(summary.name), gates, window_s)
+        sent = sent_records(run.phase_records(summary.name))  # as json_report counts
+        extra = goodput_lines(sent, gates, window_s)
         if throughput is not None:
             extra.insert(0, f"{summary.name}: {throughput.describe()}")
         if any(p.closed_loop for p in run.workload.phases if p.name == summary.name):
             extra.insert(0, f"{summary.name}: {CLOSED_LOOP_NOTE}")
         for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
             lines.extend(wrap(line.strip(), width, "  "))
-        failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
-        if failures:
-            counts = ", ".join(f"{name}={count}" for name, count in failures.items())
-            lines.extend(wrap(f"{summary.name}: failures: {counts}", width, "  "))
+        if failed := _failures_line(summary):
+            lines.extend(wrap(failed, width, "  "))
     lines.extend(_telemetry_lines(run, width))
     infrastructure = run.infrastructure()
     if infrastructure is not None:
@@ -125,3 +125,16 @@ def _telemetry_lines(run: LatencyResult, width: int) -> list[str]:
     if run.health is not None and (workers := describe_workers(run.health.workers)):
         texts.append(workers)
     return [line for text in texts for line in wrap(text, width, "  ")]
+
+
+def _failures_line(summary: PhaseSummary) -> str:
+    """``steady: failures: timeout=2, cancelled=1``: the sent requests that failed by
+    status (cut off mid-stream as ``cancelled``), then those never sent, which are not
+    failures; empty when there are neither."""
+    failures = {k: v for k, v in summary.statuses.items() if k != "ok"}
+    failures["cancelled"] = failures.get("cancelled", 0) - summary.unsent  # the cut off
+    counts = ", ".join(f"{name}={count}" for name, count in failures.items() if count)
+    unsent = f"{summary.unsent} never sent (not failures)" if summary.unsent else ""
+    if not counts:
+        return f"{summary.name}: {unsent}" if unsent else ""
+    return f"{summary.name}: failures: {counts}" + (f"; {unsent}" if unsent else "")

@@ -9,6 +9,7 @@ from pytest_latency.report.capacity_table import (
     UNDECIDED,
     evidence_value,
     probe_count_cells,
+    verdict_text,
     without_evidence,
 )
 from pytest_latency.report.html.capacity_chart import capacity_charts
@@ -58,10 +59,12 @@ def _evidence_rows(index: int, probe: Mapping[str, object]) -> list[list[str]]:
         [name, esc(label), esc(verdicts[label]), esc(UNDECIDED), *["-"] * 6]
         for label in without_evidence(verdicts, items)
     ]
-    return _item_rows(name, items) + bare
+    return _item_rows(name, items, probe.get("stop_reason")) + bare
 
 
-def _item_rows(name: str, items: list[object]) -> list[list[str]]:
+def _item_rows(name: str, items: list[object], stop_reason: object) -> list[list[str]]:
+    """A row per verdict with its evidence; an inconclusive one of a probe that stopped
+    early says why it stopped."""
     rows: list[list[str]] = []
     for item in items:
         if not isinstance(item, Mapping):
@@ -71,7 +74,7 @@ def _item_rows(name: str, items: list[object]) -> list[list[str]]:
         rows.append([
             name,
             esc(item.get("objective", "-")),
-            esc(item.get("verdict", "-")),
+            esc(verdict_text(item, stop_reason)),
             esc(item.get("decided_as", "-")),
             esc(evidence_value(item.get("estimate"), unit)),
             esc(evidence_value(item.get("lower"), unit)),

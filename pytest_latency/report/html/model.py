@@ -209,7 +209,7 @@ def waterfall_rows(
     if rest and ordinary > 0:
         positions = np.linspace(0.1, 0.9, ordinary) * (len(rest) - 1)
         picked = [rest[index] for index in sorted({round(float(p)) for p in positions})]
-    failures = [record for record in records if not record.ok][:failed]
+    failures = [record for record in records if not record.ok and not record.never_sent][:failed]
     return WaterfallRows(failures, slow, picked)
 
 
@@ -232,7 +232,7 @@ def thin(records: Sequence[RequestRecord], limit: int = MAX_POINTS) -> Thinned:
         return Thinned(list(records), f"Drawn: all {total} requests")
     ranked = ttft_rank(records)
     tail = {record.id for record in ranked[: math.ceil(total * SLOW_TAIL)]}
-    tail.update(record.id for record in records if not record.ok)
+    tail.update(record.id for record in records if not record.ok and not record.never_sent)
     rest = [record for record in records if record.id not in tail]
     step = max(1, math.ceil(len(rest) / max(limit - len(tail), 1)))
     kept_rest = {record.id for record in rest[::step]}

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pytest_latency.records import RequestRecord
+from pytest_latency.report.evidence import failed_count
 from pytest_latency.report.html.model import ReportRun, number, objective_of, trace_link, ttft_rank
 from pytest_latency.report.html.svg import esc, seconds
 
@@ -130,7 +131,7 @@ def failures_table(run: ReportRun) -> str:
     """How many requests failed, by status and error, each with its first request."""
     groups: dict[tuple[str, str], list[RequestRecord]] = {}
     for record in run.records:
-        if not record.ok:
+        if not record.ok and not record.never_sent:
             groups.setdefault((record.status.value, record.error or ""), []).append(record)
     if not groups:
         return ""
@@ -148,7 +149,7 @@ def failures_table(run: ReportRun) -> str:
     head = ["status", "error", "requests", "first request", "its phase", "its trace"]
     failed = sum(len(members) for members in groups.values())
     return (
-        f'<p class="failed-count">{failed} of {len(run.records)} requests failed '
+        f'<p class="failed-count">{esc(failed_count(failed, run.records))} '
         "(each counts as unbounded in every latency objective):</p>" + table(head, rows, "failures")
     )
 
@@ -174,6 +175,8 @@ def phases_table(phases: object) -> str:
     rows = []
     listed = phases if isinstance(phases, list) else []
     keys = percentile_keys(listed)
+    # Never-sent requests (a stop rule kept them back) get a column only when there are some.
+    unsent = any(isinstance(row, Mapping) and row.get("unsent") for row in listed)
     for row in listed:
         if not isinstance(row, Mapping):
             continue
@@ -189,6 +192,7 @@ def phases_table(phases: object) -> str:
                 esc(row.get("offered")),
                 esc(row.get("completed")),
                 esc(row.get("failed")),
+                *([esc(row.get("unsent", 0))] if unsent else []),
                 esc(_rate(row.get("target_rate"))),
                 esc(_rate(row.get("offered_rate"))),
                 esc(seconds(number(row.get("schedule_lag_p99_s")))),
@@ -202,6 +206,7 @@ def phases_table(phases: object) -> str:
         "offered",
         "ok",
         "failed",
+        *(["unsent"] if unsent else []),
         "planned/s",
         "sent/s",
         "lag p99",

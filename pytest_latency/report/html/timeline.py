@@ -96,6 +96,8 @@ def _points(
     y = svg.Log(max(low, 1e-6), max(high, low * 100), POINTS_TOP + POINTS_HEIGHT, POINTS_TOP + 10)
     ttft, queue, failed = [], [], []
     for record in records:
+        if record.never_sent:  # kept back by a stop rule: never offered, not a failure
+            continue
         key = cards.key(test, run, record)
         if not record.ok or record.ttft_s is None:
             failed.append((x(record.intended_s), POINTS_TOP + 4, key))

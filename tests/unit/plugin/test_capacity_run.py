@@ -4,6 +4,7 @@ request keeps one record, and a decided probe stops sending (cancelled, with why
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -154,6 +155,33 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
     assert "".join(f"<td>{n}</td>" for n in numbers) in html
     markdown = run_section(ReportRun(run.test, document, run.records))
     assert "| 150/s | " + " | ".join(numbers) + " |" in markdown
+    _check_runaway_evidence(document, counted, phase, lines, html)
+
+
+def _check_runaway_evidence(
+    document: dict[str, Any], counted: dict[str, Any], phase: dict[str, Any],
+    lines: list[str], html: str,
+) -> None:  # fmt: skip
+    """The runaway probe's objective carries its estimate and bounds from the requests it
+    sent (the never-sent are no samples), and its percentiles are theirs, not inf."""
+    assert "the queue ran away" in counted["stop_reason"]
+    assert phase["unsent"] == counted["cancelled"] and phase["failed"] == 0
+    assert phase["percentiles_s"]["ttft"]["p50"] is not None  # finite: 3x overloaded, slow
+    goal, queue = counted["objectives"]
+    assert queue["objective"] == "queue kept up" and queue["verdict"] == "fail"
+    assert goal["objective"] == "ttft p90 <= 300ms" and goal["estimate"] is not None
+    assert goal["upper"] is not None and goal["verdict"] in ("fail", "inconclusive")
+    sent = [
+        r for r in document["requests"]
+        if r["phase"] == "probe-1" and r["sent_s"] is not None
+    ]  # fmt: skip
+    assert goal["n"] <= len(sent) and goal["n"] >= counted["decided_on"] - 5
+    # At 3x its capacity few requests are within 300 ms, but one runaway transient is
+    # little independent evidence: a fail, or undecided with the stop as the reason.
+    shown = "fail" if goal["verdict"] == "fail" else f"inconclusive ({counted['stop_reason']})"
+    assert goal["estimate"] < 0.5
+    assert any(line.strip().startswith(f"ttft p90 <= 300ms: {shown}") for line in lines), lines
+    assert f"<td>ttft p90 &lt;= 300ms</td><td>{shown}</td>" in html
 
 
 def test_after_a_probe_without_any_span_later_probes_do_not_wait_for_spans() -> None:

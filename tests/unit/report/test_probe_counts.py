@@ -74,7 +74,11 @@ def test_terminal_json_html_and_markdown_agree_with_the_phase_table(run: Latency
     lines = format_run(run, width=80)
     assert all(len(line) <= 80 for line in lines)
     phase_row = next(line for line in lines if line.strip().startswith("probe-1 "))
-    assert phase_row.split()[1:4] == ["40", "15", "25"]  # offered, ok, failed (cancelled)
+    # offered, ok, failed, unsent: the never-sent are neither failed nor samples
+    assert phase_row.split()[1:5] == ["40", "15", "0", "25"]
+    assert phase["failed"] == 0 and phase["unsent"] == PLANNED - SENT
+    assert phase["percentiles_s"]["ttft"]["p50"] == pytest.approx(0.05)  # not inf
+    assert phase["percentiles_s"]["e2e"]["p99"] == pytest.approx(0.2)
     head = next(line for line in lines if line.split()[:2] == ["probe", "rate/s"])
     row = lines[lines.index(head) + 1].split()
     assert head.split()[2:6] == ["planned", "sent", "cancelled", "decided"]
@@ -92,8 +96,9 @@ def test_terminal_json_html_and_markdown_agree_with_the_phase_table(run: Latency
 
 
 def test_a_verdict_no_look_decided_is_shown_and_said_so() -> None:
-    """A probe stopped when its queue ran away has the queue check's evidence only: its
-    objectives' verdicts still show, saying that no look decided them."""
+    """A verdict without evidence (a probe the budget cut before any look, or a file from
+    before runaway probes carried their objectives' evidence) still shows, saying that no
+    look decided it."""
     import math
 
     from pytest_latency.analysis.capacity import ProbeEvidence
