@@ -38,6 +38,10 @@ _HYPOTHESES = {
     Status.PROTOCOL_ERROR: (
         "Responses broke off or were malformed ({what}): the server or a proxy cut streams."
     ),
+    Status.CANCELLED: (
+        "The run cut requests off mid-answer (its deadline, an interrupt or a lost"
+        " generator): the server had them and had not finished, so they count as failed."
+    ),
 }
 _CHECKS = {
     Status.HTTP_ERROR: (
@@ -60,17 +64,23 @@ _CHECKS = {
         "check the server's log for crashes mid-stream and any proxy's buffering or "
         "timeouts on streamed responses"
     ),
+    Status.CANCELLED: (
+        "read why the run stopped (its errors and the requests' error texts); give a"
+        " capacity search more budget, or a run more time to drain, if the server was only"
+        " slow"
+    ),
 }
 
 
 def failures(records: Sequence[RequestRecord], phases: Sequence[str]) -> Finding | None:
     """Failed requests are :data:`ERRORS_SHARE` of the offered ones (at least
     :data:`ERRORS_MIN_N`): name them by kind and where they fell."""
-    quiet = (Status.OK, Status.CANCELLED)
-    failed = [record for record in records if record.status not in quiet]
+    # A request never sent is no failure; one cut off mid-stream (cancelled after its
+    # send) failed, as the verdicts count it.
+    failed = [r for r in records if r.status is not Status.OK and not r.never_sent]
     if len(failed) < ERRORS_MIN_N:  # one cheap pass for the usual run
         return None
-    offered = [record for record in records if record.status is not Status.CANCELLED]
+    offered = [record for record in records if not record.never_sent]
     if len(failed) < ERRORS_SHARE * len(offered):
         return None
     share = len(failed) / len(offered)

@@ -96,7 +96,8 @@ def join_records(
             joined += 1
             sources[timings.source] = sources.get(timings.source, 0) + 1
     return JoinReport(
-        requests=len(records),
+        # A request never sent (a stop rule kept it back) has no span to wait for.
+        requests=sum(not record.never_sent for record in records),
         joined=joined,
         sources=sources,
         unknown_traces=unknown_traces,

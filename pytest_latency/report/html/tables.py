@@ -194,6 +194,7 @@ def phases_table(phases: object) -> str:
                 esc(row.get("failed")),
                 *([esc(row.get("unsent", 0))] if unsent else []),
                 esc(_rate(row.get("target_rate"))),
+                esc(_rate(_planned_rate(row))),
                 esc(_rate(row.get("offered_rate"))),
                 esc(seconds(number(row.get("schedule_lag_p99_s")))),
                 esc(trio("ttft")),
@@ -207,12 +208,20 @@ def phases_table(phases: object) -> str:
         "ok",
         "failed",
         *(["unsent"] if unsent else []),
+        "target/s",
         "planned/s",
         "sent/s",
         "lag p99",
         *(f"{metric} {'/'.join(keys)}" for metric in ("TTFT", "ITL", "e2e")),
     ]
     return table(head, rows, "phases")
+
+
+def _planned_rate(row: Mapping[str, Any]) -> float | None:
+    """The rate the run's plan drew (the terminal's planned/s): its requests over its
+    duration. Poisson arrivals scatter it around the target."""
+    offered, duration = number(row.get("offered")), number(row.get("duration_s"))
+    return None if offered is None or not duration else offered / duration
 
 
 def _rate(value: object) -> str:

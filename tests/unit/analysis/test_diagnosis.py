@@ -476,3 +476,19 @@ def test_a_first_request_a_few_milliseconds_slow_is_a_connection_not_a_cold_star
     assert "cold_start" not in rules(diagnose(records, IDLE))
     records[0] = record(0, "trickle", 0.0, ttft=0.05, gaps=10)  # 50 ms: a cold replica
     assert "cold_start" in rules(diagnose(records, IDLE))
+
+
+def test_requests_cut_off_mid_answer_are_failures_and_never_sent_ones_are_not() -> None:
+    """The errors rule counts what the verdicts count: a request the run cancelled after
+    sending it failed (the server had it); one never sent was never offered."""
+    from pytest_latency.analysis.diagnosis_errors import failures
+
+    records = [record(i, "steady", i * 0.1, ttft=0.1, gaps=5) for i in range(40)]
+    for r in records[30:]:  # cut off mid-answer by the run's deadline
+        r.status, r.error, r.end_s = Status.CANCELLED, "capacity deadline", None
+    for r in records[35:]:  # and these never went out
+        r.sent_s = None
+    found = failures(records, ["steady"])
+    assert found is not None and found.rule == "errors"
+    assert found.evidence.startswith("5 of 35 requests failed (14.3%): cancelled 5:")
+    assert "cut requests off mid-answer" in found.hypothesis

@@ -43,3 +43,19 @@ def test_turn_index_is_shown_as_a_number_and_unknown_as_dash() -> None:
     assert "cache hit" not in head  # no cohort knows a cache hit
     column = head.index("turn")
     assert [cells[column] for cells in _cells(page)] == ["0", "2", "-"]
+
+
+def test_the_html_phase_table_shows_target_planned_and_sent_rates_as_the_terminal_does():
+    """It labelled the target rate 'planned/s' and had no target column."""
+    from pytest_latency.report.html.tables import phases_table
+
+    row = {
+        "name": "steady", "offered": 103, "completed": 103, "failed": 0, "target_rate": 10.0,
+        "offered_rate": 9.9, "duration_s": 10.0, "schedule_lag_p99_s": 0.001,
+        "percentiles_s": {},
+    }  # fmt: skip
+    html = phases_table([row])
+    heads = [cell.split("</th>")[0] for cell in html.split("<th>")[1:]]
+    assert heads[4:7] == ["target/s", "planned/s", "sent/s"]
+    cells = [cell.split("</td>")[0] for cell in html.split("<td>")[1:]]
+    assert cells[4:7] == ["10.00", "10.30", "9.90"]  # planned: 103 requests over 10 s

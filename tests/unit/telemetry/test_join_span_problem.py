@@ -88,3 +88,15 @@ def test_spanless_requests_with_a_server_timing_header_say_where_their_waits_cam
     report = join_records(run, {}, expect_spans=True)
     assert report.span_problem is not None
     assert "their queue waits come from server-timing instead" in report.span_problem
+
+
+def test_requests_never_sent_are_not_counted_as_missing_spans() -> None:
+    """A probe stopped early printed 'server spans: 56/310 requests joined' though only
+    56 requests were sent: the 254 kept back have no span to wait for."""
+    run = records(10)
+    for record in run[6:]:
+        record.status = Status.CANCELLED  # never sent: no send instant
+    report = join_records(run, spans_for(run, range(6)))
+    assert (report.requests, report.joined, report.missing) == (6, 6, 0)
+    run[7].sent_s = 3.5  # sent, then cut off mid-stream: its span is still owed
+    assert join_records(run, spans_for(run, range(6))).missing == 1
