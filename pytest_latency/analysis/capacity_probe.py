@@ -13,54 +13,19 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
 from pytest_latency.analysis.capacity import ProbeEvidence
 from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.runaway import queue_growth, runaway_slope
 from pytest_latency.analysis.verdict import ObjectiveResult, objective_confidence
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
-from pytest_latency.spec.phase import MIN_SATURATION_GROWTH
 
-SATURATION_SHARE = 0.1  # in flight growing at 10% of the offered rate: the queue runs away
 SATURATION_LABEL = "queue kept up"  # a check that fails when the queue ran away
 SATURATION_Z = 6.0  # see saturated()
 # Between looks, once a second, a runaway queue fails the probe at once: checked often,
 # so by a stricter rise than at the looks (none in 100 seeded sim probes at 90% of the
 # capacity, checked 9 times each; docs/capacity.md).
 RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
-
-
-def queue_growth(
-    records: Sequence[RequestRecord], since_s: float | None = None
-) -> tuple[float, float, float] | None:
-    """(slope req/s, span s, mean in flight) of in flight at each send fitted against
-    time; None with too few sends. In flight counts every record sent and not ended
-    (never-ended ones stay in flight); ``since_s`` fits only sends from then on."""
-    sent = sorted((r.sent_s, r.end_s) for r in records if r.sent_s is not None)
-    if len(sent) < 3:
-        return None
-    starts = np.array([start for start, _ in sent])
-    ends = np.sort(np.array([math.inf if end is None else end for _, end in sent]))
-    in_flight = np.arange(1, starts.size + 1) - np.searchsorted(ends, starts, side="right")
-    if since_s is not None:
-        keep = starts >= since_s
-        starts, in_flight = starts[keep], in_flight[keep]
-        if starts.size < 3:
-            return None
-    span = float(starts[-1] - starts[0])
-    if span <= 0:
-        return None
-    slope = float(np.polyfit(starts, in_flight, 1)[0])
-    return slope, span, float(in_flight.mean())
-
-
-def runaway_slope(rate: float, span_s: float, mean_in_flight: float, z: float) -> float:
-    """The least growth of in flight (req/s) that counts as a runaway queue: at least
-    ``SATURATION_SHARE`` of the offered rate, and over the window at least
-    ``MIN_SATURATION_GROWTH`` requests and ``z`` square roots of the mean in flight."""
-    least = max(MIN_SATURATION_GROWTH, z * math.sqrt(max(mean_in_flight, 1.0)))
-    return max(SATURATION_SHARE * rate, least / span_s)
 
 
 def saturated(

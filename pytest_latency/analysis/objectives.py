@@ -127,6 +127,7 @@ def decide_objectives(
         else:
             results.append(decide(objective, scoped, confidence))
     if workload is not None:
+        results = _failed_by_runaway(results, records, workload)
         results = [_with_advice(result, workload) for result in results]
     if invalid_reason is not None:
         results = [
@@ -134,6 +135,44 @@ def decide_objectives(
             for result in results
         ]
     return results
+
+
+def _failed_by_runaway(
+    results: list[ObjectiveResult], records: Sequence[RequestRecord], workload: Workload
+) -> list[ObjectiveResult]:
+    """An inconclusive latency verdict over a phase whose queue ran away FAILs when the
+    run's own estimate is over the limit (analysis/runaway.py): the bounds assume load
+    that holds still, and a queue that grows through the phase is one long transient."""
+    from pytest_latency.analysis.planning import burst_phases
+    from pytest_latency.analysis.runaway import WAITING_METRICS, runaway_phases
+
+    def over_limit(result: ObjectiveResult) -> bool:
+        goal = result.objective
+        if goal.metric == "attainment":
+            waits = any(metric in WAITING_METRICS for metric, _ in goal.thresholds)
+            return waits and goal.min_value is not None and result.estimate_s < goal.min_value
+        return (
+            goal.metric in WAITING_METRICS and not goal.relative and goal.max_s is not None
+            and result.estimate_s > goal.max_s
+        )  # fmt: skip
+
+    undecided = [r for r in results if r.verdict is Verdict.INCONCLUSIVE and over_limit(r)]
+    if not undecided:
+        return results
+    runaway = runaway_phases(records, workload, burst_phases(workload))
+    decided = []
+    for result in results:
+        phase = result.objective.phase
+        queue = runaway.get(phase) if phase is not None else next(iter(runaway.values()), None)
+        if result in undecided and queue is not None:
+            result = dataclasses.replace(
+                result, verdict=Verdict.FAIL,
+                reason=f"{queue.describe()}; this run's estimate is past the limit, and the"
+                f" bounds alone cannot decide a run that is one long transient"
+                f" ({result.reason})",
+            )  # fmt: skip
+        decided.append(result)
+    return decided
 
 
 def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:

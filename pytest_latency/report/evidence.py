@@ -11,6 +11,7 @@ import math
 from collections.abc import Sequence
 
 from pytest_latency._units import format_seconds
+from pytest_latency.analysis.runaway import RUNAWAY_REASON
 from pytest_latency.analysis.samples import record_value
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, slowest
 from pytest_latency.records import RequestRecord
@@ -134,7 +135,9 @@ def headline(result: ObjectiveResult) -> str:
         if result.estimate_s == math.inf and objective.metric != "recovery":
             value += " (failed requests)"  # they count as unbounded latency
     if result.verdict is Verdict.FAIL:
-        return f"{name} {value} > {limit} (bounds {bounds})"
+        # A runaway queue decided it, not the bounds: say so first (analysis/runaway.py).
+        why = f"{RUNAWAY_REASON}; " if result.reason.startswith(RUNAWAY_REASON) else ""
+        return f"{name} {value} > {limit} ({why}bounds {bounds})"
     return f"{name} {value}, {result.verdict.value} against {limit} (bounds {bounds})"
 
 
