@@ -30,7 +30,19 @@ MAX_SPINS = 100_000
 # A yield that came back within this found nothing else ready (a bare loop iteration
 # takes 5-15 us here); a longer one ran other callbacks (reads), which are work, not spin.
 IDLE_ROUND_NS = 30_000
+# uvloop's timers are libuv's, whole milliseconds: ``call_later`` rounds the delay to the
+# nearest millisecond from a clock truncated to one, so a timer fires up to 0.5 ms after
+# the asked instant (and up to 1.5 ms before). On such a loop the sleep ends this much
+# earlier, so that the spin, not the timer, decides the send's instant.
+COARSE_TIMER_MARGIN_NS = 500_000
 _spun = threading.local()
+_timers = threading.local()
+
+
+def set_coarse_timers(coarse: bool) -> None:
+    """Whether this thread's loop has millisecond timers (uvloop): :func:`sleep_until`
+    then wakes :data:`COARSE_TIMER_MARGIN_NS` earlier."""
+    _timers.margin_ns = COARSE_TIMER_MARGIN_NS if coarse else 0
 
 
 def spun_ns() -> int:
@@ -43,8 +55,9 @@ async def sleep_until(planned_ns: int) -> None:
     """Return at ``planned_ns`` (a ``time.perf_counter_ns`` reading), or at once if past."""
     clock = time.perf_counter_ns
     delay_ns = planned_ns - clock()  # from the absolute instant: no drift
-    if delay_ns > SPIN_NS:
-        await anyio.sleep((delay_ns - SPIN_NS) / 1e9)
+    ahead_ns = SPIN_NS + getattr(_timers, "margin_ns", 0)
+    if delay_ns > ahead_ns:
+        await anyio.sleep((delay_ns - ahead_ns) / 1e9)
     idle_ns = 0
     for _ in range(MAX_SPINS):  # the last stretch: yield to the loop, never block
         before_ns = clock()
