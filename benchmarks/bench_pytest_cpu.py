@@ -32,10 +32,6 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_latency.driver import pacing
 
         pacing.SPIN_NS = round(float(os.environ["BENCH_PYTEST_SPIN_US"]) * 1e3)
-    if "BENCH_PYTEST_MARGIN_US" in os.environ:  # the extra lead on uvloop's ms timers
-        from pytest_latency.driver import pacing
-
-        pacing.COARSE_TIMER_MARGIN_NS = round(float(os.environ["BENCH_PYTEST_MARGIN_US"]) * 1e3)
     if "BENCH_PYTEST_PROFILE" in os.environ:
         _profiler.append(cProfile.Profile())
         _profiler[0].enable()

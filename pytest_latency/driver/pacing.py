@@ -34,10 +34,13 @@ MAX_SPINS = 100_000
 # takes 5-15 us here); a longer one ran other callbacks (reads), which are work, not spin.
 IDLE_ROUND_NS = 30_000
 # uvloop's timers are libuv's, whole milliseconds: ``call_later`` rounds the delay to the
-# nearest millisecond from a clock truncated to one, so a timer fires up to 0.5 ms after
-# the asked instant (and up to 1.5 ms before). On such a loop the sleep ends this much
-# earlier, so that the spin, not the timer, decides the send's instant.
-COARSE_TIMER_MARGIN_NS = 500_000
+# nearest millisecond and counts it from the loop's clock truncated to one, so a timer
+# asked for an instant fires up to 0.5 ms after it (or 1.5 ms before). On such a loop
+# the sleep asks for a whole number of milliseconds on that grid: to the last millisecond
+# boundary before the spin (libuv's clock is CLOCK_MONOTONIC, as perf_counter's), one less
+# when the clock is this close to the next boundary (libuv reads it again a moment later).
+GRID_GUARD_NS = 50_000
+_MS = 1_000_000
 _spun = threading.local()
 _ONE_PASS = functools.partial(asyncio.sleep, 0)  # what anyio's checkpoint does on asyncio
 _timers = threading.local()
@@ -45,8 +48,8 @@ _timers = threading.local()
 
 def set_coarse_timers(coarse: bool) -> None:
     """Whether this thread's loop has millisecond timers (uvloop): :func:`sleep_until`
-    then wakes :data:`COARSE_TIMER_MARGIN_NS` earlier."""
-    _timers.margin_ns = COARSE_TIMER_MARGIN_NS if coarse else 0
+    then sleeps on their grid."""
+    _timers.coarse = coarse
 
 
 def spun_ns() -> int:
@@ -58,16 +61,21 @@ def spun_ns() -> int:
 async def sleep_until(planned_ns: int) -> None:
     """Return at ``planned_ns`` (a ``time.perf_counter_ns`` reading), or at once if past."""
     clock = time.perf_counter_ns
-    delay_ns = planned_ns - clock()  # from the absolute instant: no drift
-    ahead_ns = SPIN_NS + getattr(_timers, "margin_ns", 0)
+    now_ns = clock()
+    delay_ns = planned_ns - now_ns  # from the absolute instant: no drift
     try:  # asyncio's own sleep: anyio asks sniffio for the loop on every call (a sixth of
         asyncio.get_running_loop()  # the driving thread at 1,000 req/s, in the spin)
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         pause: Callable[[], Awaitable[None]] = _ONE_PASS
     except RuntimeError:  # trio (the httpx path)
         sleep, pause = anyio.sleep, anyio.lowlevel.checkpoint
-    if delay_ns > ahead_ns:
-        await sleep((delay_ns - ahead_ns) / 1e9)
+    if getattr(_timers, "coarse", False):
+        now_ms, into_ns = divmod(now_ns, _MS)
+        delay_ms = (planned_ns - SPIN_NS) // _MS - now_ms - (into_ns > _MS - GRID_GUARD_NS)
+        if delay_ms > 0:
+            await sleep(delay_ms / 1e3)
+    elif delay_ns > SPIN_NS:
+        await sleep((delay_ns - SPIN_NS) / 1e9)
     idle_ns = 0
     for _ in range(MAX_SPINS):  # the last stretch: yield to the loop, never block
         before_ns = clock()

@@ -55,22 +55,22 @@ def test_the_asyncio_drive_runs_on_the_precise_selector(server: ScriptedServer) 
 
 
 @pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
-def test_the_sleep_leads_by_a_margin_on_millisecond_timers_only(
+def test_the_sleep_keeps_to_the_millisecond_grid_on_uvloop_only(
     server: ScriptedServer, use_uvloop: bool
 ) -> None:
     if use_uvloop:
         pytest.importorskip("uvloop")
-    seen: list[int] = []
+    seen: list[bool] = []
 
     class Watching(Run):
         async def drive(self, client: object = None) -> object:  # type: ignore[override]
-            seen.append(pacing._timers.margin_ns)
+            seen.append(pacing._timers.coarse)
             return await super().drive()
 
     server.route("m", Script(steps=(Step(0.0, chat_chunk("a", finish="stop") + DONE),)))
     drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")), use_uvloop=use_uvloop)
-    assert seen == [pacing.COARSE_TIMER_MARGIN_NS if use_uvloop else 0]
-    assert pacing._timers.margin_ns == 0  # after the drive
+    assert seen == [use_uvloop]
+    assert pacing._timers.coarse is False  # after the drive
 
 
 @pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
