@@ -1,5 +1,6 @@
-"""Which event loop drives: uvloop when installed, else asyncio's on the precise selector;
-``PYTEST_LATENCY_LOOP`` or ``use_uvloop`` chooses; either gives the same records."""
+"""Which event loop drives: asyncio's on the precise selector, even with uvloop installed;
+``PYTEST_LATENCY_LOOP=uvloop`` or ``use_uvloop`` chooses uvloop; either gives the same
+records."""
 
 from __future__ import annotations
 
@@ -23,22 +24,24 @@ ASYNCIO = {"loop_factory": new_event_loop}
 UVLOOP = {"use_uvloop": True} if importlib.util.find_spec("uvloop") is not None else ASYNCIO
 
 
-def test_uvloop_is_the_default_when_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_asyncios_loop_is_the_default_even_with_uvloop_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv(LOOP_VARIABLE, raising=False)
-    assert loop_options(use_uvloop=None) == UVLOOP  # the drive's default
+    assert loop_options(use_uvloop=None) == ASYNCIO  # the drive's default
+    assert loop_options() == ASYNCIO
     assert loop_options(use_uvloop=True) == UVLOOP
     assert loop_options(use_uvloop=False) == ASYNCIO
-    assert loop_options() == ASYNCIO  # callers that ask for nothing: as before
 
 
-@pytest.mark.parametrize(("value", "expected"), [("asyncio", ASYNCIO), (" AsyncIO ", ASYNCIO),
-                                                 ("uvloop", UVLOOP), ("", UVLOOP)])  # fmt: skip
+@pytest.mark.parametrize(("value", "expected"), [("asyncio", ASYNCIO), ("", ASYNCIO),
+                                                 ("uvloop", UVLOOP), (" UVLoop ", UVLOOP)])  # fmt: skip
 def test_the_environment_chooses_the_loop(
     monkeypatch: pytest.MonkeyPatch, value: str, expected: dict[str, object]
 ) -> None:
     monkeypatch.setenv(LOOP_VARIABLE, value)
     assert loop_options(use_uvloop=None) == expected
-    assert loop_options(use_uvloop=value.strip().lower() != "asyncio") == expected
+    assert loop_options(use_uvloop=value.strip().lower() == "uvloop") == expected
 
 
 def test_the_asyncio_drive_runs_on_the_precise_selector(server: ScriptedServer) -> None:
