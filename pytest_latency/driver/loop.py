@@ -73,7 +73,7 @@ async def _guarded(stop: SignalStop, func: Callable[..., Awaitable[T]], *args: A
 
 def run_on_loop(func: Callable[..., Awaitable[T]], *args: Any, use_uvloop: bool | None = None) -> T:
     """``anyio.run(func, *args)`` the way a drive runs: on :func:`loop_options`'s loop,
-    with the short switch interval, the sleep's lead on millisecond timers
+    with the short switch interval, the launcher's sleep on uvloop's millisecond grid
     (:func:`.pacing.set_coarse_timers`), and an exception a signal handler raised
     meanwhile (a test's timeout) raised here once ``func`` has stopped
     (:mod:`.signal_stop`)."""

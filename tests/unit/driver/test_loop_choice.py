@@ -34,8 +34,10 @@ def test_asyncios_loop_is_the_default_even_with_uvloop_installed(
     assert loop_options(use_uvloop=False) == ASYNCIO
 
 
-@pytest.mark.parametrize(("value", "expected"), [("asyncio", ASYNCIO), ("", ASYNCIO),
-                                                 ("uvloop", UVLOOP), (" UVLoop ", UVLOOP)])  # fmt: skip
+CHOICES = [("asyncio", ASYNCIO), ("", ASYNCIO), ("uvloop", UVLOOP), (" UVLoop ", UVLOOP)]
+
+
+@pytest.mark.parametrize(("value", "expected"), CHOICES)
 def test_the_environment_chooses_the_loop(
     monkeypatch: pytest.MonkeyPatch, value: str, expected: dict[str, object]
 ) -> None:
