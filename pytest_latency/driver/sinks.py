@@ -56,12 +56,12 @@ class StreamSink:
             return True
         state = self.state
         frame = state.frame
-        if frame is not None and self.decoder.idle(len(data)):
-            count = plain_events(data, *frame)
-            if count:  # the hot path: whole plain events of this stream, one split per read
-                state.answers(now_ns, count)
-                return False
         try:
+            if frame is not None and self.decoder.idle(len(data)):
+                count = plain_events(data, *frame)
+                if count:  # the hot path: whole plain events of this stream, one split
+                    state.answers(now_ns, count)
+                    return False
             for event in self.decoder.feed(data):
                 state.feed(event, now_ns)
         except StreamError as exc:
