@@ -10,7 +10,7 @@ minus the instant the server wrote it (both CLOCK_MONOTONIC, one machine). The h
 rate held (all ok, p99 lag <= 5 ms, offered >= 98% of target) is printed at the end.
 
 ``--loop uvloop`` drives on uvloop instead of asyncio's own loop (one worker only; needs
-``pip install uvloop``, which is not a dependency).
+the ``uvloop`` extra; the plugin's ``PYTEST_LATENCY_LOOP=uvloop``).
 
 Only 127.0.0.1; every run is bounded by its plan and the per-request timeout.
 

@@ -83,3 +83,32 @@ def fits(data: bytes, shape: Shape) -> bool:
         and data.endswith(suffix)
         and _PLAIN_CONTENT.fullmatch(data, start, end) is not None
     )
+
+
+# Content on one SSE line of this frame: as above, and no carriage return either (the
+# decoder would end the line there).
+_LINE_CONTENT = re.compile(rb'[^"\\\n\r]+')
+_EVENT_END = b"\n\n"
+
+
+def plain_events(data: bytes, head: bytes, suffix: bytes) -> int:
+    """How many whole events ``data`` is, when every one of them is ``data: `` + a plain
+    chunk of this stream's frame (``head`` = ``data: `` + the shape's prefix, ``suffix``
+    the shape's rest) + a blank line, and nothing else; 0 otherwise. One split per read
+    and, per event, what :func:`fits` does: the same chunks the decoder and
+    :func:`fits` would accept one event at a time (a 0 only costs that path)."""
+    if not data.endswith(_EVENT_END):
+        return 0
+    events = data.split(_EVENT_END)
+    if events.pop():  # b"\n" after a third newline: leave it to the decoder
+        return 0
+    start, tail = len(head), len(suffix)
+    match = _LINE_CONTENT.fullmatch
+    for event in events:
+        if not (
+            event.startswith(head)
+            and event.endswith(suffix)
+            and match(event, start, len(event) - tail) is not None
+        ):
+            return 0
+    return len(events)

@@ -80,6 +80,17 @@ class SSEDecoder:
                 self._line(line, events)
         return events
 
+    def idle(self, size: int) -> bool:
+        """Between events, nothing pending, and a read of ``size`` bytes cannot hold a
+        line over the bound: such a read may be taken whole (:func:`.chunk_scan.plain_events`)."""
+        return (
+            self._data is None
+            and not self._pieces
+            and not self._cr_pending
+            and self._started
+            and size <= self._max_line
+        )
+
     def _keep(self, piece: bytes) -> None:
         """Hold an unfinished line; one that never ends must not grow without bound."""
         self._pending += len(piece)
@@ -157,6 +168,7 @@ class StreamState:
         "first_answer_ns",
         "first_ns",
         "first_reasoning_ns",
+        "frame",
         "gaps",
         "last_ns",
         "prompt_tokens",
@@ -188,6 +200,8 @@ class StreamState:
         self.finished = False  # a choice reported finish_reason
         self.done = False  # [DONE] received
         self.shape: Shape | None = None  # the frame of this stream's plain chunks
+        # The same frame as SSE lines (``data: `` + prefix, rest), for reads taken whole.
+        self.frame: tuple[bytes, bytes] | None = None
 
     def feed(self, data: bytes, now_ns: int) -> None:
         """Take one event payload received at ``now_ns``; raise StreamError subclasses."""
@@ -195,6 +209,7 @@ class StreamState:
             return
         if data == DONE:
             self.done = True
+            self.frame = None  # nothing after [DONE] counts
             return
         if self.chunks and self.texts is None and self._plain(data):
             # The hot path: an answer token and nothing else (driver/chunk_scan.py). The
@@ -219,9 +234,23 @@ class StreamState:
         if shape is not None and fits(data, shape):
             return True
         if plain_answer(data):
-            self.shape = shape_of(data)
+            self.shape = shape = shape_of(data)
+            self.frame = None if shape is None else (b"data: " + shape[0], shape[1])
             return True
         return False
+
+    def answers(self, now_ns: int, count: int) -> None:
+        """``count`` plain answer chunks of this stream, all received at ``now_ns``
+        (:func:`.chunk_scan.plain_events`): what :meth:`feed` does for each of them."""
+        gaps = self.gaps
+        gaps.append((now_ns - self.last_ns) / 1e9)
+        if count > 1:
+            gaps.extend([0.0] * (count - 1))
+        self.last_ns = now_ns
+        self.chunks += count
+        if self.first_answer_ns is None:
+            self.first_answer_ns = now_ns
+        self.chunk_tokens = None
 
     def _chunk(self, chunk: dict[str, Any], now_ns: int) -> None:
         choices = chunk.get("choices")

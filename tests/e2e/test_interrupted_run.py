@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import subprocess
 import textwrap
 import time
@@ -26,8 +28,24 @@ objectives:
 """
 
 
+HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
+# Both loops the drive may run on (driver/loop.py): uvloop once dropped an exception raised
+# by a signal handler, so the timed-out test passed.
+LOOPS = pytest.mark.parametrize(
+    "loop",
+    ["asyncio", pytest.param("uvloop", marks=pytest.mark.skipif(not HAS_UVLOOP, reason="uvloop"))],
+)
+
+
+def on_loop(loop: str) -> dict[str, str]:
+    return {**os.environ, "PYTEST_LATENCY_LOOP": loop}
+
+
 @pytest.mark.slow
-def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_path: Path):
+@LOOPS
+def test_ctrl_c_keeps_the_run_with_interrupted_true(
+    server: ScriptedServer, tmp_path: Path, loop: str
+):
     server.models = ["slow"]  # the preflight checks the model is listed
     # No request ends on its own before the interrupt (60 s to [DONE], 30 s deadline):
     # every record is cancelled whatever the load, and a lost Ctrl-C shows as a run that
@@ -37,6 +55,7 @@ def test_ctrl_c_keeps_the_run_with_interrupted_true(server: ScriptedServer, tmp_
     child = subprocess.Popen(
         pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json", "slow.slo.yaml"),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=on_loop(loop),
     )  # fmt: skip
     try:
         # Synchronise on an event: requests in flight means the drive runs under
@@ -77,7 +96,8 @@ def test_times_out_mid_run(latency):
 
 
 @pytest.mark.slow
-def test_a_test_failing_mid_run_keeps_the_run(server: ScriptedServer, tmp_path: Path):
+@LOOPS
+def test_a_test_failing_mid_run_keeps_the_run(server: ScriptedServer, tmp_path: Path, loop: str):
     import signal
 
     server.models = ["slow"]
@@ -88,6 +108,7 @@ def test_a_test_failing_mid_run_keeps_the_run(server: ScriptedServer, tmp_path: 
         pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json",
                     "--latency-server", server.url, "--latency-model", "slow", "test_timed.py"),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=on_loop(loop),
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120  # bounds only a child that never starts its run
@@ -122,7 +143,8 @@ objectives:
 
 
 @pytest.mark.slow
-def test_ctrl_c_keeps_a_capacity_search_so_far(server: ScriptedServer, tmp_path: Path):
+@LOOPS
+def test_ctrl_c_keeps_a_capacity_search_so_far(server: ScriptedServer, tmp_path: Path, loop: str):
     server.models = ["slow"]
     server.route("slow", Script(steps=(Step(0.01, chat_chunk("x")), Step(60.0, DONE))))
     (tmp_path / "search.slo.yaml").write_text(CAPACITY_SPEC.format(url=server.url))
@@ -130,6 +152,7 @@ def test_ctrl_c_keeps_a_capacity_search_so_far(server: ScriptedServer, tmp_path:
         pytest_argv("-q", "-p", "no:cacheprovider", "--latency-json", "run.json",
                     "search.slo.yaml"),
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=on_loop(loop),
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120  # bounds only a child that never starts probing

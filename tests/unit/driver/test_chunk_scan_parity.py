@@ -115,6 +115,18 @@ STREAMS = {
     + event({"error": {"message": "boom", "code": 500}}),
     "truncated_json": event(delta_chunk({"content": "a"}))
     + b'data: {"choices": [{"index": 0, "delta": {"content": "b"}, "finish_reason": null}\n\n',
+    # Long enough that whole reads of several plain events of one frame come up (the
+    # read-at-once path, chunk_scan.plain_events), with CRLF and a comment between.
+    "many_plain": event(delta_chunk({"role": "assistant", "content": ""}))
+    + b"".join(event(delta_chunk({"content": t}), separators=(",", ":")) for t in "abcdefgh")
+    + b": keep-alive\n\n"
+    + b"".join(event(delta_chunk({"content": t}), separators=(",", ":")) for t in "ijk")
+    + event(delta_chunk({"content": "l"}, "stop"), separators=(",", ":"))
+    + b"data: [DONE]\n\n",
+    "many_plain_crlf": b"".join(
+        event(delta_chunk({"content": t}), separators=(",", ":")) for t in "abcdef"
+    ).replace(b"\n", b"\r\n")
+    + b"data: [DONE]\r\n\r\n",
     "completions": b"".join(
         event({"choices": [{"index": 0, "text": t, "finish_reason": None}]}) for t in "uv"
     )
@@ -166,6 +178,16 @@ def test_every_stream_reads_the_same_one_event_per_read_and_byte_by_byte() -> No
         assert read(events, reference=False) == read(events, reference=True), name
         singles = [body[i : i + 1] for i in range(len(body))]
         assert read(singles, reference=False) == read(singles, reference=True), name
+
+
+def test_every_stream_reads_the_same_in_reads_of_several_whole_events() -> None:
+    for name, body in STREAMS.items():
+        events = [part + b"\n\n" for part in body.split(b"\n\n") if part]
+        for size in (2, 3, 4):
+            for offset in range(size):
+                cuts = [0, *range(offset or size, len(events), size), len(events)]
+                reads = [b"".join(events[a:b]) for a, b in itertools.pairwise(cuts) if b > a]
+                assert read(reads, reference=False) == read(reads, reference=True), (name, size)
 
 
 def test_the_scan_takes_the_plain_chunks_and_leaves_the_rest() -> None:

@@ -30,7 +30,7 @@ import pytest
 
 from pytest_latency.driver import Run, Status, Target
 from pytest_latency.driver.h1 import H1Connection
-from pytest_latency.driver.sse import StreamState
+from pytest_latency.driver.sinks import StreamSink
 from tests.helpers.scripted_server import (
     DONE,
     PROMPT,
@@ -148,14 +148,14 @@ def test_the_blocking_call_check_catches_a_block(
     block: Callable[[], None],
 ) -> None:
     server.route("stream", STREAM)
-    feed = StreamState.feed
+    take = StreamSink.__call__
 
-    def blocking_feed(self: StreamState, data: bytes, now_ns: int) -> None:
-        if self.chunks == 3:
+    def blocking_take(self: StreamSink, data: bytes, now_ns: int) -> bool:
+        if self.state.chunks == 3:
             block()  # on the hot path, inside data_received
-        feed(self, data, now_ns)
+        return take(self, data, now_ns)
 
-    monkeypatch.setattr(StreamState, "feed", blocking_feed)
+    monkeypatch.setattr(StreamSink, "__call__", blocking_take)
     run = drive_on_asyncio(plan_at([0.0]), Target(server.url, "stream"))
     slow = loop_holds.after(run)
     assert slow, "a 200 ms block in the loop went unnoticed"

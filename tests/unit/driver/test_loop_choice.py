@@ -1,5 +1,6 @@
-"""Which event loop drives: asyncio's by default, uvloop when asked (benchmarks); either
-gives the same records."""
+"""Which event loop drives: asyncio's on the precise selector, even with uvloop installed;
+``PYTEST_LATENCY_LOOP=uvloop`` or ``use_uvloop`` chooses uvloop; either gives the same
+records."""
 
 from __future__ import annotations
 
@@ -9,20 +10,43 @@ import sys
 
 import pytest
 
-from pytest_latency.driver import Run, Status, Target
-from pytest_latency.driver.loop import DRIVE_SWITCH_INTERVAL_S, drive_to_end, loop_options
+from pytest_latency.driver import Run, Status, Target, pacing
+from pytest_latency.driver.loop import (
+    DRIVE_SWITCH_INTERVAL_S,
+    LOOP_VARIABLE,
+    drive_to_end,
+    loop_options,
+)
 from pytest_latency.driver.precise_loop import PreciseEpollSelector, new_event_loop
 from tests.helpers.scripted_server import DONE, Script, ScriptedServer, Step, chat_chunk, plan_at
 
-
-def test_asyncios_loop_is_the_default_even_with_uvloop_installed() -> None:
-    assert loop_options() == {"loop_factory": new_event_loop}
-    installed = importlib.util.find_spec("uvloop") is not None
-    expected = {"use_uvloop": True} if installed else {"loop_factory": new_event_loop}
-    assert loop_options(use_uvloop=True) == expected
+ASYNCIO = {"loop_factory": new_event_loop}
+UVLOOP = {"use_uvloop": True} if importlib.util.find_spec("uvloop") is not None else ASYNCIO
 
 
-def test_the_drive_runs_on_the_precise_selector(server: ScriptedServer) -> None:
+def test_asyncios_loop_is_the_default_even_with_uvloop_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(LOOP_VARIABLE, raising=False)
+    assert loop_options(use_uvloop=None) == ASYNCIO  # the drive's default
+    assert loop_options() == ASYNCIO
+    assert loop_options(use_uvloop=True) == UVLOOP
+    assert loop_options(use_uvloop=False) == ASYNCIO
+
+
+CHOICES = [("asyncio", ASYNCIO), ("", ASYNCIO), ("uvloop", UVLOOP), (" UVLoop ", UVLOOP)]
+
+
+@pytest.mark.parametrize(("value", "expected"), CHOICES)
+def test_the_environment_chooses_the_loop(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: dict[str, object]
+) -> None:
+    monkeypatch.setenv(LOOP_VARIABLE, value)
+    assert loop_options(use_uvloop=None) == expected
+    assert loop_options(use_uvloop=value.strip().lower() == "uvloop") == expected
+
+
+def test_the_asyncio_drive_runs_on_the_precise_selector(server: ScriptedServer) -> None:
     seen: list[object] = []
 
     class Watching(Run):
@@ -31,8 +55,27 @@ def test_the_drive_runs_on_the_precise_selector(server: ScriptedServer) -> None:
             return await super().drive()
 
     server.route("m", Script(steps=(Step(0.0, chat_chunk("a", finish="stop") + DONE),)))
-    drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")))
+    drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")), use_uvloop=False)
     assert [type(selector) for selector in seen] == [PreciseEpollSelector]
+
+
+@pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
+def test_the_sleep_keeps_to_the_millisecond_grid_on_uvloop_only(
+    server: ScriptedServer, use_uvloop: bool
+) -> None:
+    if use_uvloop:
+        pytest.importorskip("uvloop")
+    seen: list[bool] = []
+
+    class Watching(Run):
+        async def drive(self, client: object = None) -> object:  # type: ignore[override]
+            seen.append(pacing._timers.coarse)
+            return await super().drive()
+
+    server.route("m", Script(steps=(Step(0.0, chat_chunk("a", finish="stop") + DONE),)))
+    drive_to_end(Watching(plan_at([0.0]), Target(server.url, "m")), use_uvloop=use_uvloop)
+    assert seen == [use_uvloop]
+    assert pacing._timers.coarse is False  # after the drive
 
 
 @pytest.mark.parametrize("use_uvloop", [False, True], ids=["asyncio", "uvloop"])
