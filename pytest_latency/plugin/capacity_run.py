@@ -49,7 +49,7 @@ from pytest_latency.analysis.capacity_probe import (
     saturated,
 )
 from pytest_latency.driver import Run, Target
-from pytest_latency.driver.loop import loop_options
+from pytest_latency.driver.loop import run_on_loop
 from pytest_latency.plugin.capacity_timeline import ProbeRun
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
@@ -145,9 +145,8 @@ class LiveSearch:
         observation = Observation()
         try:
             with self._observe() as observation:
-                decision = anyio.run(
-                    self._drive, run, rate, looks, confidences, backend_options=loop_options()
-                )
+                # As every drive runs: a test's timeout raised by a signal handler stops it.
+                decision = run_on_loop(self._drive, run, rate, looks, confidences)
                 observation.time_zero_ns = run.started_ns or None
         except KeyboardInterrupt:  # Ctrl-C or SIGTERM: keep the probe's records, then stop
             self.runs.append(
