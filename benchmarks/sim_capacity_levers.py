@@ -68,7 +68,7 @@ def main() -> None:
     for label, weights in weightings:
 
         def patch(weights: tuple[int, ...] = weights) -> None:
-            capacity.repeat_shares = lambda: [w / sum(weights) for w in weights]  # type: ignore[assignment]
+            capacity.repeat_shares = lambda retries=4: [w / sum(weights) for w in weights]  # type: ignore[assignment]
 
         rows.append((f"indicator only, {label} shares", "indicator", patch, {}))
     rows.append(("indicator only, one look", "indicator", lambda: None, {"looks": (1.0,)}))

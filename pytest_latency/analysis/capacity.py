@@ -9,17 +9,17 @@ range is probed only when the bracket reaches it. Each probe is run by a caller-
 function (a live run with warm-up and drain, or the sim in virtual time) that looks at
 its data at pre-planned fractions of the probe and may stop early once decided.
 
-Error control: every rate probed is one sequential experiment of at most ``RETRIES``
+Error control: every rate probed is one sequential experiment of at most ``retries``
 probes, each decided on all the probes at that rate so far (pooled,
-:mod:`.capacity_probe`). A rate's first probe reserves ``alpha x probe_cost_s /
-budget_s`` of ``alpha = 1 - confidence`` for all of them (:func:`repeat_shares`), so at
-most ``budget_s // probe_cost_s`` rates are probed; inside a probe its share is spent
+:mod:`.capacity_probe`). A rate's first probe reserves ``alpha / max_rates`` of
+``alpha = 1 - confidence`` for all of them (:func:`repeat_shares`), and at most
+``max_rates`` rates are probed (:func:`search_plan`); inside a probe its share is spent
 over the looks by the Lan-DeMets O'Brien-Fleming function. Whether a rate is probed
 again depends on its first probe's data, so a repeat's pooled test is not within its
-share given that; but given everything before the rate's first probe, its up to
-``RETRIES`` pooled tests err with chance at most the sum of their shares (a union bound
-over tests fixed in advance, run or not). Summed over the rates, any false verdict in
-the search has chance under alpha, whatever the dependence between looks and probes.
+share given that; but given everything before the rate's first probe, its pooled tests
+err with chance at most the sum of their shares (a union bound over tests fixed in
+advance, run or not). Summed over the rates, any false verdict in the search has chance
+under alpha, whatever the dependence between looks and probes.
 
 Assumption (stated in the result): **monotonicity**, every objective that passes at a
 rate also passes at every lower rate. A probe that contradicts it (a pass above a fail)
@@ -32,6 +32,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_latency.analysis.capacity_plan import RETRIES, repeat_shares, search_plan
 from pytest_latency.analysis.looks import look_confidences
 
 MONOTONICITY = (
@@ -42,10 +43,6 @@ DEFAULT_LOOKS: tuple[float, ...] = (0.5, 1.0)  # fractions of the probe at which
 # The bracket the search aims for by bisection; around an undecided rate r it probes
 # r x 1.2^2 over it and r / 1.2 under it, so a pass at r makes a bracket of 1.44x.
 TARGET_RATIO = 1.2
-# Probes at one rate at most, pooled (one sequential experiment per rate, its alpha in
-# RETRIES parts, repeat_shares). Near the capacity a 60 s probe holds 10 to 30
-# effective requests, a pass ~80.
-RETRIES = 4
 # A band end hemmed in by a fail is probed again when its lean (half-widths of its
 # interval on the passing side) projected to its last probe reaches this. Pooled leans
 # grew about in proportion to the probes (0.2, 0.9, 1.2, pass at 82% of a slot server's
@@ -163,6 +160,7 @@ class CapacityResult:
     spent_s: float
     stopped: str  # why the search ended
     contradictions: list[str] = field(default_factory=list)
+    retries: int = RETRIES  # probes at one rate at most (search_plan)
 
     @property
     def band(self) -> tuple[float, float] | None:
@@ -196,15 +194,6 @@ class CapacityResult:
         }
 
 
-def repeat_shares() -> list[float]:
-    """Each probe's share of its rate's alpha, by how many came before it at that rate:
-    in proportion to the square of its place (1, 4, 9, 16 of 30), as later pooled probes
-    rest on more requests and are the likelier to decide. Squares bracketed more seeded
-    searches within 1.5x than equal shares or shares in proportion (docs/capacity.md)."""
-    weights = [(k + 1.0) ** 2 for k in range(RETRIES)]
-    return [w / sum(weights) for w in weights]
-
-
 def _bisect(low: float, high: float) -> float:
     return math.sqrt(low * high) if low > 0 else high / 2.0
 
@@ -224,21 +213,20 @@ def search_capacity(
 
     ``probe_cost_s`` is one probe's longest time (warm-up, probe and drain): the search
     never starts a probe the budget cannot finish. Error control: every rate probed is
-    one sequential experiment of at most ``RETRIES`` pooled probes and holds
-    ``alpha x probe_cost_s / budget_s`` of the error budget, spent or not, in
-    ``RETRIES`` equal shares; so the search probes at most ``budget_s // probe_cost_s``
-    distinct rates (repeats at a rate cost time, not alpha). ``shortest_probe_s``
-    (default ``probe_cost_s``), the least time a probe that decides anything takes,
-    caps the number of probes.
+    one sequential experiment of at most ``retries`` pooled probes and holds
+    ``alpha / max_rates`` of the error budget, spent or not (:func:`search_plan`,
+    :func:`repeat_shares`), and at most ``max_rates`` rates are probed.
+    ``shortest_probe_s`` (default ``probe_cost_s``), the least time a probe that
+    decides anything takes, caps the number of probes.
     """
     low, high = rates
     max_probes = max(1, int(budget_s // (shortest_probe_s or probe_cost_s)))
-    max_rates = max(1, int(budget_s // probe_cost_s))
+    max_rates, retries = search_plan(rates, int(budget_s // probe_cost_s), target_ratio)
     per_rate = (1.0 - confidence) / max_rates
     confidences = [  # the k-th probe at a rate (0-based): its share of the rate's alpha
-        look_confidences(per_rate * share, looks) for share in repeat_shares()
+        look_confidences(per_rate * share, looks) for share in repeat_shares(retries)
     ]
-    result = CapacityResult(None, None, [], budget_s, 0.0, "")
+    result = CapacityResult(None, None, [], budget_s, 0.0, "", retries=retries)
     rate = _next_rate(result, low, high, target_ratio, int(budget_s // probe_cost_s))
     while rate is not None:
         if len(result.probes) >= max_probes or result.spent_s + probe_cost_s > budget_s:
@@ -270,7 +258,11 @@ def _confirm(
     """Probe the highest passing rate again when the budget allows: a fail there now
     contradicts monotonicity (or the first pass was luck) and is reported."""
     passed = result.passed_rps
-    if passed is None or len(result.probes) >= max_probes or _count(result, passed) >= RETRIES:
+    if (
+        passed is None
+        or len(result.probes) >= max_probes
+        or _count(result, passed) >= result.retries
+    ):
         return
     if result.spent_s + probe_cost_s > result.budget_s:
         return
@@ -346,7 +338,7 @@ def _around_band(
        rate that then passes is a bracket within 1.5x.
     2. Once hemmed in so, a band end again (pooled) when its lean, projected over the
        probes left to it (l * (k + left) / k after k), reaches ``LEAN_TO_REPEAT``.
-    3. Under the band by one ratio. 4. A band end again while it has retries.
+    3. Under the band by one ratio. 4. A band end again, to ``RETRIES`` probes.
     """
     tried = {probe.rate for probe in result.probes}
     lower, upper = bracket
@@ -357,7 +349,7 @@ def _around_band(
         over = min(_bisect(top, upper), top * ratio * ratio)
         if over not in tried:
             return over
-    ends = [r for r in sorted({bottom, top}) if _count(result, r) < RETRIES]
+    ends = [r for r in sorted({bottom, top}) if _count(result, r) < result.retries]
     leaning = max(ends, key=lambda rate: abs(_projected(result, rate, fits)), default=None)
     if hemmed and leaning and abs(_projected(result, leaning, fits)) >= LEAN_TO_REPEAT:
         return leaning
@@ -365,7 +357,9 @@ def _around_band(
         under = max(_bisect(lower, bottom), bottom / ratio)
         if under not in tried:
             return under
-    return leaning
+    # Nothing else left: a band end again, up to RETRIES probes; more only on its lean
+    # (a rate at the flip leans nowhere, and each repeat risks a runaway trip there).
+    return leaning if leaning is not None and _count(result, leaning) < RETRIES else None
 
 
 def _count(result: CapacityResult, rate: float) -> int:
@@ -376,7 +370,7 @@ def _projected(result: CapacityResult, rate: float, fits: int) -> float:
     """The lean at ``rate`` projected to its last probe (its retries, and ``fits``: the
     probes the budget still holds)."""
     count = _count(result, rate)
-    return _latest(result, rate).lean * min(RETRIES, count + fits) / count
+    return _latest(result, rate).lean * min(result.retries, count + fits) / count
 
 
 def _latest(result: CapacityResult, rate: float) -> ProbeResult:

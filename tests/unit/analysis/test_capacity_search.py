@@ -15,13 +15,12 @@ import pytest
 
 from pytest_latency.analysis.capacity import (
     DEFAULT_LOOKS,
-    RETRIES,
     CapacityResult,
     ProbeResult,
-    repeat_shares,
     search_capacity,
 )
 from pytest_latency.analysis.capacity_gate import decide_capacity
+from pytest_latency.analysis.capacity_plan import MAX_RETRIES, RETRIES, repeat_shares, search_plan
 from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
@@ -288,12 +287,25 @@ def test_an_undecided_rate_is_probed_around_then_sampled_again() -> None:
     assert calls[3] == 40.0 and result.passed_rps == 40.0  # pooled with the first probe
     assert result.failed_rps == pytest.approx(57.6) and result.inconclusive_rps == [48.0]
     assert result.failed_rps is not None and result.failed_rps / 40.0 <= 1.45
-    assert calls.count(48.0) == RETRIES  # the hemmed-in band's end, its retries spent
+    # The hemmed-in band's end, probed again until RETRIES: the budget holds 100 probes,
+    # so a rate may pool up to MAX_RETRIES, but only while its lean projects to a
+    # decision; these scripted probes lean nowhere (a rate at the flip).
+    assert result.retries == MAX_RETRIES and calls.count(48.0) == RETRIES
 
 
-def test_each_rate_reserves_its_alpha_and_the_reservations_add_up_to_alpha() -> None:
-    """Every rate holds alpha x cost / budget, shared by its (pooled) probes 1:4:9:16;
-    the search probes at most budget // cost rates, so the union bound is alpha."""
+@pytest.mark.parametrize(
+    ("budget_s", "plan"),
+    [(60.0, (6, RETRIES)), (1000.0, (7, MAX_RETRIES))],
+    ids=["six-probes", "a-hundred-probes"],
+)
+def test_each_rate_reserves_its_alpha_and_the_reservations_add_up_to_alpha(
+    budget_s: float, plan: tuple[int, int]
+) -> None:
+    """Every rate holds alpha / max_rates, shared by its (pooled) probes 1:4:9:16...;
+    the search probes at most max_rates rates, so the union bound is alpha. A budget of
+    six probes reserves for six rates (bisecting 16x to 1.2x takes 4, and 3 around a
+    band), four probes each; one of a hundred probes for seven rates, sixteen probes
+    each: a longer budget buys repeats, not rates it never probes."""
     seen: dict[float, list[list[float]]] = {}
 
     def probe(rate: float, looks: Sequence[float], confidences: Sequence[float]) -> ProbeResult:
@@ -301,12 +313,17 @@ def test_each_rate_reserves_its_alpha_and_the_reservations_add_up_to_alpha() -> 
         verdict = "pass" if rate < 20.0 else "inconclusive" if rate < 40.0 else "fail"
         return ProbeResult(rate, 100, {"ttft p90 <= 300ms": verdict}, False, 10.0)
 
-    result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=60.0)
-    assert len(seen) <= 60 // 10 and sum(map(len, seen.values())) == len(result.probes)
-    per_rate = 0.01 / (60 // 10)
+    assert search_plan((10.0, 160.0), int(budget_s // 10), 1.2) == plan
+    max_rates, retries = plan
+    result = search_capacity(probe, (10.0, 160.0), probe_cost_s=10.0, budget_s=budget_s)
+    assert len(seen) <= max_rates and sum(map(len, seen.values())) == len(result.probes)
+    per_rate = 0.01 / max_rates
+    squares = sum((k + 1) ** 2 for k in range(retries))
     for calls in seen.values():
+        assert len(calls) <= retries
         for place, confidences in enumerate(calls):
-            share = per_rate * (place + 1) ** 2 / 30.0
+            share = per_rate * (place + 1) ** 2 / squares
             assert confidences == pytest.approx(look_confidences(share, DEFAULT_LOOKS))
+    assert sum(repeat_shares(retries)) == pytest.approx(1.0)
     assert repeat_shares() == pytest.approx([1 / 30, 4 / 30, 9 / 30, 16 / 30])
     assert max(map(len, seen.values())) > 1  # a repeat, at its own (larger) share

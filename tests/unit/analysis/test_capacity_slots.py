@@ -48,7 +48,9 @@ def flip_rate(server: SlotServer, limit_s: float, seeds: int = 20) -> float:
     return math.sqrt(low * high)
 
 
-def search(server: SlotServer, limit_s: float, seed: int) -> CapacityResult:
+def search(
+    server: SlotServer, limit_s: float, seed: int, budget_s: float | None = None
+) -> CapacityResult:
     """The search over a 30x range around the capacity (its first probe at 82% of it)."""
     goals = [objective("ttft", p=90, max=f"{limit_s:g}s")]
     probes = VirtualProbes(
@@ -59,18 +61,20 @@ def search(server: SlotServer, limit_s: float, seed: int) -> CapacityResult:
         probes,
         (0.15 * capacity, 4.5 * capacity),
         probe_cost_s=WARM_S + 1.1 * PROBE_S,
-        budget_s=BUDGET_S,
+        budget_s=budget_s or BUDGET_S,
         shortest_probe_s=WARM_S + 0.5 * PROBE_S,
     )
 
 
-def replicates(server: SlotServer, limit_s: float) -> tuple[float, list[float], int]:
+def replicates(
+    server: SlotServer, limit_s: float, budget_s: float | None = None
+) -> tuple[float, list[float], int]:
     """(the flip, each replicate's width, how many held the flip)."""
     truth = flip_rate(server, limit_s)
     widths, holds = [], 0
     for replicate in range(REPLICATES):
-        result = search(server, limit_s, seed=1000 * replicate)
-        assert result.spent_s <= BUDGET_S
+        result = search(server, limit_s, seed=1000 * replicate, budget_s=budget_s)
+        assert result.spent_s <= (budget_s or BUDGET_S)
         passed, failed = result.passed_rps, result.failed_rps
         widths.append(math.inf if passed is None or failed is None else failed / passed)
         holds += passed is not None and failed is not None and passed <= truth <= failed
@@ -106,18 +110,41 @@ def test_a_six_minute_search_brackets_a_16_slot_server_within_1_5x(
     assert all(width <= 1.75 for width in widths if math.isfinite(width)), sorted(widths)
 
 
-# A documented limit (docs/capacity.md): a 4-slot server serves 4x fewer requests a
-# probe, and near its capacity a queue of 4 slots moves every TTFT together for longer,
-# so a 60 s probe at 82% of the capacity holds ~15-25 effective requests where a pass at
-# a probe's share of alpha needs ~80. No 6-minute search closes 1.44x: measured 1 of 40
-# within 1.5x at the 3 s limit (median: no pass found), 1 of 20 with a 12-minute budget
-# (median 1.73x). Charging only the indicator at the sample quantile (Bahadur), which
-# breaks the 2% guarantee elsewhere, makes it 3 of 20; no share of alpha over repeats or
-# looks does better; half within 1.5x takes confidence 80% (benchmarks/
-# sim_capacity_levers.py, docs/capacity.md). A strict xfail: a search that meets 1.5x
-# here must update the docs.
+# A documented limit (docs/capacity.md, "Why six minutes cannot bracket a 4-slot
+# server"): a pass needs a rate at 77% of the capacity or more (a fail fast enough, by a
+# runaway queue, lies at 115% or more), and there one 60 s probe holds ~15-25 effective
+# requests where a pass needs ~70-90. Even a search that knew the capacity and spent all
+# its alpha on one probe of the 300 s the budget leaves passes at 80% of it in 9 of 20
+# seeds (benchmarks/sim_capacity_budget.py evidence); measured 1 of 20 within 1.5x. A
+# strict xfail: a search that meets 1.5x here must update the docs.
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="a 4-slot server is bracketed within 1.5x rarely")
 def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x() -> None:
     _, widths, _ = replicates(slots(4), 3.0)
     assert sum(width <= 1.5 for width in widths) >= REPLICATES // 2, sorted(widths)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("count", "budget_s", "within", "held"),
+    [
+        # 18 minutes: measured 11 of 20 within 1.5x, 19 held the flip, none wrong (0 of
+        # 20 within 1.5x before a budget bought repeats at one rate: docs/capacity.md).
+        (4, 1080.0, 9, 17),
+        # 12 minutes: measured 15 of 20 within 1.5x, 19 held it (6 and 20 before).
+        (8, 720.0, 12, 16),
+    ],
+    ids=["4-slots-18m", "8-slots-12m"],
+)
+def test_a_longer_budget_brackets_a_small_server_within_1_5x(
+    count: int, budget_s: float, within: int, held: int
+) -> None:
+    """Near a small server's capacity a pass takes minutes of pooled probes at one rate;
+    a longer budget buys them (analysis/capacity_plan.py). Thresholds sit 2-3 under
+    what was measured, as in the 16-slot test; the budget before bought rates it never
+    probed, and fails them (0 and 6 of 20)."""
+    server = slots(count)
+    truth, widths, holds = replicates(server, 3.0, budget_s)
+    print(f"flip {truth:.2f}/s; within 1.5x {sum(w <= 1.5 for w in widths)}, held {holds}")
+    assert sum(width <= 1.5 for width in widths) >= within, sorted(widths)
+    assert holds >= held, (holds, truth)
