@@ -78,9 +78,8 @@ def until_decided_budget(
     floor = episode_floor(objective, per_episode, confidence)
     if floor is None:
         return None
-    first = workload.duration_s + drain_allowance_s(workload)
     for episodes in range(max(floor, workload.repeat), MAX_EPISODES_SEARCHED + 1):
-        budget = first + (episodes - workload.repeat) * episode_cost_s(workload)
+        budget = _budget_for(workload, episodes)
         schedule = plan_looks(workload, budget)
         last = schedule.confidences(confidence)[-1]
         if episode_floor(objective, per_episode, last) in range(2, schedule.episodes + 1):
@@ -96,11 +95,16 @@ def suggested_budget(
     fewest = until_decided_budget(workload, objective, per_episode, confidence)
     if fewest is None:
         return None
-    episodes = max(fewest[0], SUGGESTED_ROOM * fewest[0])
-    budget = workload.duration_s + drain_allowance_s(workload)
-    budget += (episodes - workload.repeat) * episode_cost_s(workload)
+    budget = _budget_for(workload, SUGGESTED_ROOM * fewest[0])
     budget = max(fewest[1], 10.0 * math.ceil(budget / 10.0))
     return plan_looks(workload, budget).episodes, budget
+
+
+def _budget_for(workload: Workload, episodes: int) -> float:
+    """Seconds an ``until_decided`` budget needs to run ``episodes`` episodes as planned:
+    the workload once with its drain, then each added episode's cost."""
+    first = workload.duration_s + drain_allowance_s(workload)
+    return first + (episodes - workload.repeat) * episode_cost_s(workload)
 
 
 def correlated_power(

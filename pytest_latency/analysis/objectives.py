@@ -156,15 +156,15 @@ def _failed_by_runaway(
             and result.estimate_s > goal.max_s
         )  # fmt: skip
 
-    undecided = [r for r in results if r.verdict is Verdict.INCONCLUSIVE and over_limit(r)]
-    if not undecided:
+    undecided = [r.verdict is Verdict.INCONCLUSIVE and over_limit(r) for r in results]
+    if not any(undecided):
         return results
     runaway = runaway_phases(records, workload, burst_phases(workload))
     decided = []
-    for result in results:
+    for result, candidate in zip(results, undecided, strict=True):
         phase = result.objective.phase
         queue = runaway.get(phase) if phase is not None else next(iter(runaway.values()), None)
-        if result in undecided and queue is not None:
+        if candidate and queue is not None:
             result = dataclasses.replace(
                 result, verdict=Verdict.FAIL,
                 reason=f"{queue.describe()}; this run's estimate is past the limit, and the"
