@@ -11,6 +11,8 @@ the verdicts, the phase tables and ``LatencyResult.percentile`` all see the same
 values. A completed request without the value (a one-token answer has no gap; the
 server reported no queue wait) is left out. When no completed request has a value at
 all (the server reports no queue wait), the sample is empty rather than all ``inf``.
+A completed request that streamed reasoning but never an answer token has no end to
+its ``ttfo`` or ``reasoning``: those enter as ``inf``, not left out.
 
 **A request never sent was never offered.** One a stop rule, a decided capacity probe,
 the run's end or a lost generator kept back (``cancelled`` without a send instant,
@@ -58,6 +60,9 @@ _ATTRIBUTES = {
     "unattributed": "unattributed_s",
 }
 _GAP_STATISTICS: dict[str, GapStatistic] = {"itl": "median", "itl_max": "max"}
+# Metrics that end at the first answer token: unbounded for a request that streamed
+# (reasoning) but never answered.
+_ANSWER_METRICS = frozenset({"ttfo", "reasoning"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +105,7 @@ def _completed_values(records: Sequence[RequestRecord], metric: str) -> np.ndarr
     if metric in _GAP_STATISTICS:
         return request_gap_statistic(records, _GAP_STATISTICS[metric])
     attribute = _ATTRIBUTES[metric]
-    return np.fromiter(
+    values = np.fromiter(
         (
             math.nan if (value := getattr(record, attribute)) is None else value
             for record in records
@@ -108,6 +113,15 @@ def _completed_values(records: Sequence[RequestRecord], metric: str) -> np.ndarr
         dtype=np.float64,
         count=len(records),
     )
+    if metric in _ANSWER_METRICS:
+        # An answer that never started (reasoning cut off by max_tokens) waited forever.
+        unanswered = np.fromiter(
+            (r.first_token_s is not None and r.ttfo_s is None for r in records),
+            dtype=bool,
+            count=len(records),
+        )
+        values[unanswered] = math.inf
+    return values
 
 
 def metric_series(records: Iterable[RequestRecord], metric: str) -> Series:

@@ -10,6 +10,9 @@ from pytest_latency.driver.sse import ErrorEvent, StreamError, StreamState
 from pytest_latency.records import RequestRecord, Status
 
 UNDECIDED = Status.CANCELLED  # every record's status until one is decided
+# finish_reason values by which a server says it gave up on the request (vLLM's "abort",
+# OpenAI-style "error"): the answer is not one, whatever came before.
+FAILED_FINISH_REASONS = frozenset({"abort", "error"})
 
 
 def decide(record: RequestRecord, status: Status, error: str | None) -> None:
@@ -32,7 +35,8 @@ def decide_stream_end(
     elif error is not None:
         decide(record, Status.PROTOCOL_ERROR, str(error))
     elif state.done or state.finished:
-        decide(record, Status.OK, None)
+        failure = answer_failure(state)
+        decide(record, Status.OK if failure is None else Status.HTTP_ERROR, failure)
     else:
         hint = (
             ""
@@ -40,3 +44,16 @@ def decide_stream_end(
             else f" (content-type {content_type!r})"
         )
         decide(record, Status.PROTOCOL_ERROR, f"stream ended without [DONE]{hint}")
+
+
+def answer_failure(state: StreamState) -> str | None:
+    """Why a stream that ended properly is no answer; None when it is one.
+
+    A 200 that is only ``[DONE]``, or stops at once, delivered nothing: counted as a
+    success it would drop out of every latency sample and pass an error rate.
+    """
+    if state.finish_reason in FAILED_FINISH_REASONS:
+        return f"the server ended the answer with finish_reason {state.finish_reason!r}"
+    if state.chunks == 0:
+        return "empty answer: the stream completed with no content"
+    return None

@@ -18,10 +18,11 @@ Status rules (exactly one per offered request):
 - ``cancelled``: the run was cancelled before the request finished (the default of
   every record until one of the above is decided).
 
-A 2xx stream that ends properly without any content chunk (a model that stopped at
-once) is ``ok`` with ``first_token_s`` None. A status, once decided, is final: a 2xx
-stream that got ``[DONE]`` stays ``ok`` even if the connection then fails while the
-client reads the rest of the body.
+A 2xx stream that ends properly without any content chunk (only ``[DONE]``, or a
+model that stopped at once) delivered nothing: ``http_error`` ("empty answer"), and so
+is a stream whose ``finish_reason`` is ``abort`` or ``error`` (the server gave up on it).
+A status, once decided, is final: a 2xx stream that got ``[DONE]`` stays ``ok`` even if
+the connection then fails while the client reads the rest of the body.
 ``end_s`` is set when the body ended by itself (EOF or ``[DONE]``, or a payload that
 made the client stop); timeouts and transport failures keep only the instants reached.
 

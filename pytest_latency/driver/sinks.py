@@ -10,7 +10,7 @@ from __future__ import annotations
 from pytest_latency.driver.chunk_scan import plain_events
 from pytest_latency.driver.errors import exception_text
 from pytest_latency.driver.limits import MAX_ERROR_BODY_BYTES, ResponseLimits, size_text
-from pytest_latency.driver.outcome import UNDECIDED
+from pytest_latency.driver.outcome import UNDECIDED, answer_failure
 from pytest_latency.driver.sse import MalformedStream, SSEDecoder, StreamError, StreamState
 from pytest_latency.records import RequestRecord, Status
 
@@ -72,7 +72,10 @@ class StreamSink:
             return True
         record = self.record
         if state.done and record.status is UNDECIDED:
-            record.status = Status.OK  # keep reading to the end so the connection is reused
+            # Decided now, read on to the end so the connection is reused.
+            failure = answer_failure(state)
+            record.status = Status.OK if failure is None else Status.HTTP_ERROR
+            record.error = failure
             record.end_s = (now_ns - self.t0_ns) / 1e9
         return False
 

@@ -164,6 +164,7 @@ class StreamState:
         "chunk_tokens",
         "chunks",
         "done",
+        "finish_reason",
         "finished",
         "first_answer_ns",
         "first_ns",
@@ -198,6 +199,7 @@ class StreamState:
         self.cached_tokens: int | None = None  # of which served from its prefix cache
         self.timings: dict[str, Any] | None = None  # llama.cpp's per-request ``timings``
         self.finished = False  # a choice reported finish_reason
+        self.finish_reason: str | None = None  # the last one reported
         self.done = False  # [DONE] received
         self.shape: Shape | None = None  # the frame of this stream's plain chunks
         # The same frame as SSE lines (``data: `` + prefix, rest), for reads taken whole.
@@ -265,8 +267,10 @@ class StreamState:
                     answer = True
                 elif delta.get("reasoning_content") or delta.get("reasoning"):
                     reasoning = True
-                if choice.get("finish_reason") is not None:
+                reason = choice.get("finish_reason")
+                if reason is not None:
                     self.finished = True
+                    self.finish_reason = reason[:64] if isinstance(reason, str) else None
             if answer and self.texts is not None:
                 self._keep_text(choices)
             if answer or reasoning:

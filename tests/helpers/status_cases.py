@@ -61,10 +61,27 @@ CASES: dict[str, tuple[Script, Status, str]] = {
         "",
     ),
     "empty-200": (Script(), Status.PROTOCOL_ERROR, "stream ended without [DONE]"),
+    # A completed stream that delivered nothing is a failed request, not a success
+    # that drops out of every latency sample.
     "done-no-content": (
         Script(steps=(Step(0.01, chat_chunk(role="assistant")), Step(0.02, DONE))),
-        Status.OK,
-        "",
+        Status.HTTP_ERROR,
+        "empty answer: the stream completed with no content",
+    ),
+    "only-done": (
+        Script(steps=(Step(0.01, DONE),)),
+        Status.HTTP_ERROR,
+        "empty answer: the stream completed with no content",
+    ),
+    "stop-no-content": (
+        Script(steps=(Step(0.01, chat_chunk(role="assistant", finish="stop")),), end="close"),
+        Status.HTTP_ERROR,
+        "empty answer: the stream completed with no content",
+    ),
+    "finish-abort": (
+        Script(steps=(FIRST, Step(0.01, chat_chunk(finish="abort")), Step(0.02, DONE))),
+        Status.HTTP_ERROR,
+        "the server ended the answer with finish_reason 'abort'",
     ),
     "cut": (Script(steps=(FIRST,), end="cut"), Status.CONNECTION_ERROR, "RemoteProtocolError"),
     "hang-mid-stream": (

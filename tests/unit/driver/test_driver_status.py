@@ -48,12 +48,14 @@ def test_status_classes(routed: ScriptedServer, case: str) -> None:
         assert record.sent_s <= record.end_s < 0.4
     if status is Status.TIMEOUT:
         assert record.end_s is None
-    if "first" in error or case in {"cut", "error-event", "garbage-json", "no-done"}:
+    streamed_first = {"cut", "error-event", "garbage-json", "no-done", "finish-abort"}
+    if "first" in error or case in streamed_first:
         assert record.first_token_s is not None  # failed requests keep their timings
     if status is Status.OK:
         assert record.end_s is not None
-        assert record.output_tokens == (0 if case == "done-no-content" else 1)
-        assert (record.first_token_s is None) == (case == "done-no-content")
+        assert record.output_tokens == 1 and record.first_token_s is not None
+    if case in {"done-no-content", "only-done", "stop-no-content"}:
+        assert record.first_token_s is None and record.end_s is not None
 
 
 def test_done_then_stalled_body_stays_ok(server: ScriptedServer) -> None:
