@@ -14,7 +14,7 @@ from pytest_latency._units import parse_fraction
 from pytest_latency.spec import checks as check
 from pytest_latency.spec.gates_yaml import GATE_ONLY_KEYS, gate_objective
 from pytest_latency.spec.limits_yaml import latency_duration, parse_limit
-from pytest_latency.spec.model import Metric, Objective
+from pytest_latency.spec.model import METRICS, Metric, Objective
 from pytest_latency.spec.yaml_context import YamlContext
 from pytest_latency.spec.yaml_lines import LineList, LineMap
 
@@ -42,6 +42,11 @@ def _parse_objective(
         raise context.fail(node.line, f"{key}.metric", "missing")
     mark = context.mark()
     metric = context.field(node, "metric", key, check.as_text)
+    if metric not in METRICS:  # reported here, so the line's other keys are checked too
+        try:
+            check.choice("metric", metric, METRICS, what="objective metric")
+        except check.FieldError as error:
+            context.report(node.key_lines.get("metric", node.line), f"{key}.metric", str(error))
     if (gate := gate_objective(context, node, key, metric, phases)) is not None:
         context.check_since(mark)
         return gate
@@ -57,7 +62,7 @@ def _parse_objective(
         node,
         key,
         {
-            "p": check.as_number,
+            "p": _as_percentile,
             "max_regression": parse_fraction,
             "min_change": latency_duration,
             "input_tokens": check.as_token_range,
@@ -80,6 +85,15 @@ def _parse_objective(
             limit_text=node["max"].strip() if isinstance(node.get("max"), str) else None,
         ),
     )
+
+
+def _as_percentile(value: Any) -> float:
+    """``p`` checked here, not only when the objective is built: a bad metric on the same
+    line stops the build, and must not hide this second mistake."""
+    try:
+        return check.percentile("p", check.as_number(value))
+    except check.FieldError as error:
+        raise ValueError(str(error)) from None
 
 
 def parse_objectives(

@@ -55,6 +55,18 @@ def test_five_mistakes_are_reported_in_one_run_each_at_its_line_and_key(tmp_path
     assert (error.line, error.key) == (4, "workload.timeout")
 
 
+def test_two_mistakes_on_one_line_are_both_reported(tmp_path):
+    # A bad metric used to stop the objective's build, hiding the percentile beside it.
+    text = FIVE_MISTAKES.replace(
+        "metric: ttft, p: 95, max: 700,", "metric: ttfb, p: 0.95, max: 700ms,"
+    )
+    error = _errors(tmp_path, text)
+    on_line_nine = {each.key: each.problem for each in error.errors if each.line == 9}
+    assert set(on_line_nine) == {"objectives[0].metric", "objectives[0].p"}
+    assert on_line_nine["objectives[0].metric"].endswith("did you mean 'ttft'?")
+    assert on_line_nine["objectives[0].p"] == "p is a percentile: use 95, not 0.95"
+
+
 @pytest.mark.parametrize(
     ("old", "new", "key", "suggestion"),
     [
