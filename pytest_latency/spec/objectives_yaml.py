@@ -62,7 +62,7 @@ def _parse_objective(
         node,
         key,
         {
-            "p": _as_percentile,
+            "p": partial(_as_percentile, what=f"objective {metric}: p"),
             "max_regression": parse_fraction,
             "min_change": latency_duration,
             "input_tokens": check.as_token_range,
@@ -87,11 +87,11 @@ def _parse_objective(
     )
 
 
-def _as_percentile(value: Any) -> float:
+def _as_percentile(value: Any, what: str) -> float:
     """``p`` checked here, not only when the objective is built: a bad metric on the same
     line stops the build, and must not hide this second mistake."""
     try:
-        return check.percentile("p", check.as_number(value))
+        return check.percentile("p", check.as_number(value), what=what)
     except check.FieldError as error:
         raise ValueError(str(error)) from None
 
