@@ -217,10 +217,7 @@ def error_rate_assumption(bounds: OutageBounds, outage_s: float | None) -> str:
         )
     if bounds.method == "clustered":
         return (
-            f"failures come clustered (runs test p={bounds.clustering_p:.2g}): each outage"
-            " counts as one event, and one more, twice the longest seen, is allowed for"
+            f"clustered failures (runs test p={bounds.clustering_p:.2g}): an outage is one"
+            " event, and one more twice as long as seen is allowed for"
         )
-    return (
-        "failures counted as independent (no clustering seen); an outage the run did not"
-        " see is not assumed: state one with outage: DURATION"
-    )
+    return "independent failures (none clustered); no unseen outage assumed (outage: DURATION)"

@@ -305,12 +305,12 @@ def error_rate_reason(
         return f"lower bound over the limit: {seen}; {assumption}"
     if bounds.method == "clustered":
         return (
-            f"{seen}: too few outages to bound the rate at {confidence:.3g}; {assumption}:"
-            " a longer run sees more of them (or repeat: k)"
+            f"{seen}: too few outages to bound the rate at {confidence:.3g} (a longer run"
+            f" sees more, or repeat: k); {assumption}"
         )
     if bounds.failed == 0:
         needed = requests_to_pass(objective.max_s, confidence, bounds.outage_requests)
-        return f"{seen}; {assumption}: a pass needs {needed}+ requests without a failure"
+        return f"{seen}: a pass needs {needed}+ requests without a failure; {assumption}"
     return f"{seen}: the confidence interval straddles the limit; {assumption}"
 
 

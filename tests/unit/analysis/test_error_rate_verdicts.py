@@ -155,3 +155,20 @@ def test_a_server_that_went_away_fails_with_its_own_rate_whatever_the_outage():
         )
         assert result.verdict is Verdict.FAIL and result.lower_s > 0.05
         assert "the last 140 requests all failed" in result.reason
+
+
+def test_the_json_objective_carries_a_stated_outage_and_matches_the_schema():
+    from jsonschema import Draft202012Validator
+
+    from pytest_latency.report.html.model import objective_of
+    from pytest_latency.report.json_report import objective_dict
+    from tests.helpers.json_schema import validator
+
+    schema = validator().schema
+    check = Draft202012Validator({**schema["$defs"]["objective"], "$defs": schema["$defs"]})
+    stated = objective("error_rate", max="5%", outage="2s")
+    plain = objective("error_rate", max="5%")
+    for goal, expected in ((stated, 2.0), (plain, None)):
+        row = objective_dict(decide(goal, _records_at(4, np.zeros(240)), 0.99))
+        assert row.get("outage_s") == expected and not list(check.iter_errors(row))
+        assert objective_of(row) == goal
