@@ -85,15 +85,13 @@ def clustering_p_value(offered: int, failed: int, runs: int) -> float:
         return 1.0
     from scipy.special import gammaln
 
-    def log_comb(n: int, k: int) -> float:
-        return float(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1))
+    def log_comb(n: float | np.ndarray, k: float | np.ndarray) -> np.ndarray:
+        return np.asarray(gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1))
 
-    total = log_comb(offered, failed)
-    terms = [
-        log_comb(failed - 1, r - 1) + log_comb(offered - failed + 1, r) - total
-        for r in range(1, min(runs, offered - failed + 1) + 1)
-    ]
-    return min(1.0, float(np.exp(np.logaddexp.reduce(terms))))
+    fewer = np.arange(1, min(runs, offered - failed + 1) + 1, dtype=np.float64)
+    terms = log_comb(failed - 1, fewer - 1) + log_comb(offered - failed + 1, fewer)
+    total = float(log_comb(offered, failed))
+    return min(1.0, float(np.exp(np.logaddexp.reduce(terms) - total)))
 
 
 def outage_requests(

@@ -172,3 +172,22 @@ def test_the_json_objective_carries_a_stated_outage_and_matches_the_schema():
         row = objective_dict(decide(goal, _records_at(4, np.zeros(240)), 0.99))
         assert row.get("outage_s") == expected and not list(check.iter_errors(row))
         assert objective_of(row) == goal
+
+
+def test_the_runs_test_is_the_exact_chance_of_so_few_runs_of_failures():
+    import itertools
+
+    from pytest_latency.analysis.outages import clustering_p_value, failure_runs
+
+    n, k = 12, 5
+    counts: dict[int, int] = {}
+    for places in itertools.combinations(range(n), k):
+        flags = np.zeros(n, dtype=bool)
+        flags[list(places)] = True
+        runs = len(failure_runs(flags))
+        counts[runs] = counts.get(runs, 0) + 1
+    total, seen = sum(counts.values()), 0
+    for runs in sorted(counts):
+        seen += counts[runs]
+        assert clustering_p_value(n, k, runs) == pytest.approx(seen / total)
+    assert clustering_p_value(240, 1, 1) == 1.0 and clustering_p_value(20, 20, 1) == 1.0
