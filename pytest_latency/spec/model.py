@@ -367,12 +367,12 @@ def objective(
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
-    One limit: ``max`` with its unit, a duration (``"700ms"``) or for ``error_rate`` a
-    percentage (``"1%"``); or numbers with the unit in the keyword: ``max_s=0.7``,
-    ``max_ms=700``, ``max_fraction=0.01``. A bare number in ``max`` is a SpecError with
-    the fix. ``max_regression``: a percentage against the baseline (``"10%"``), with
-    ``min_change`` (or ``min_change_s``) an absolute floor (``"2ms"``; default none).
-    ``p``: 95, not 0.95. ``outage="2s"`` or ``outage_s`` (error_rate): an unseen outage."""
+    One limit: ``max`` with its unit (``"700ms"``; for ``error_rate`` ``"1%"``), or numbers
+    with the unit in the keyword: ``max_s=0.7``, ``max_ms=700``, ``max_fraction=0.01``; a
+    bare number in ``max`` is a SpecError with the fix. ``max_regression``: a percentage
+    (``"10%"``), with ``min_change`` (``min_change_s``) an absolute floor (``"2ms"``).
+    ``p``: 95, not 0.95. ``outage="2s"`` (``outage_s``): an error_rate's unseen outage.
+    SpecErrors are raised from here, so a traceback shows the caller's line."""
     try:
         check.choice("metric", metric, METRICS, what="objective metric")
         unseen_outage_s = outage_duration(metric, outage, outage_s)
