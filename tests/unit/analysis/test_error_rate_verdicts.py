@@ -203,3 +203,20 @@ def test_the_runs_test_is_the_exact_chance_of_so_few_runs_of_failures():
         seen += counts[runs]
         assert clustering_p_value(n, k, runs) == pytest.approx(seen / total)
     assert clustering_p_value(240, 1, 1) == 1.0 and clustering_p_value(20, 20, 1) == 1.0
+
+
+def test_the_advice_for_a_run_without_failure_is_the_count_the_reason_names():
+    # A count of zero bounds the rate at about c / n: 848 requests is 3.5x 240, not the
+    # 250x a 1 / sqrt(n) scaling of the bound's width would ask for.
+    from pytest_latency.analysis.advice import what_would_decide
+    from pytest_latency.spec.model import Workload, steady
+
+    workload = Workload(phases=(steady(rate=4, duration_s=60),))
+    stated = decide(
+        objective("error_rate", max="5%", outage="2s"), _records_at(4, np.zeros(N)), 0.99
+    )
+    assert "a pass needs 848+ requests" in stated.reason
+    assert "about 3.5x the evidence" in what_would_decide(stated, workload)
+    plain = decide(objective("error_rate", max="1%"), _records_at(4, np.zeros(N)), 0.99)
+    assert "a pass needs 528+ requests" in plain.reason
+    assert "about 2.2x the evidence" in what_would_decide(plain, workload)
