@@ -53,6 +53,9 @@ def evidence_factor(result: ObjectiveResult) -> float | None:
         )
     if estimate == limit:
         return None
+    if objective.metric == "error_rate" and estimate == 0.0:
+        # No failure: the upper bound falls as 1 / n (a count of zero), not 1 / sqrt(n).
+        return max(upper / limit, 1.0)
     spread = upper - estimate if estimate < limit else estimate - lower
     # A latency's lower bound of 0 s is the floor, not an order statistic: no bound yet.
     floor = objective.metric != "attainment" and estimate > limit and lower <= 0.0

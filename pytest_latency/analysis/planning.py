@@ -121,9 +121,9 @@ def needed_requests(objective: Objective, confidence: float) -> int | None:
     """The floor of independent requests below which ``objective`` can never pass."""
     if objective.metric == "error_rate":
         assert objective.max_s is not None  # validated: error_rate always has a max
-        # The floor for independent failures. The verdict pays for outages
-        # (analysis/outages.py), which a run without any failure cannot rule out; its
-        # reason says how many requests would (about 106 / max at 99%).
+        # The floor for independent failures: the verdict's own bound unless the run
+        # shows outages or the objective states one (analysis/outages.py; its reason
+        # then says how many requests would decide it).
         return error_rate_min_n(objective.max_s, confidence)
     if objective.metric == "attainment":  # all good must lift the lower bound to min
         assert objective.min_value is not None  # validated: attainment always has a min

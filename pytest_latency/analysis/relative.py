@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pytest_latency.analysis.cohorts import cohort_counts
 from pytest_latency.analysis.compare import mix_shift
 from pytest_latency.analysis.samples import metric_series
-from pytest_latency.analysis.stored import compare_to_baseline
+from pytest_latency.analysis.stored import JOB_NOISE, compare_to_baseline
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
@@ -46,7 +46,7 @@ def decide_relative(
     if len(baseline) == 1:
         warnings += (
             f"{objective.label}: the baseline holds one run, so between-run noise is"
-            " assumed to be zero; save several runs (--latency-baseline-history)",
+            f" assumed ({JOB_NOISE:.1%} a run); save several runs (--latency-baseline-history)",
         )
     pooled = [record for run in baseline for record in run]
     shift = mix_shift(cohort_counts(pooled), cohort_counts(candidate))

@@ -83,6 +83,12 @@ def sent_records(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     return [record for record in records if not record.never_sent]
 
 
+def sent_times(records: Iterable[RequestRecord]) -> np.ndarray:
+    """The intended send times of the requests offered to the server, in send order (the
+    order of :func:`failure_series`; an episode's clock may restart)."""
+    return np.fromiter((r.intended_s for r in _send_order(records)), dtype=np.float64)
+
+
 def _send_order(records: Iterable[RequestRecord]) -> list[RequestRecord]:
     ordered = sent_records(records)
     if any(b.intended_s < a.intended_s for a, b in pairwise(ordered)):

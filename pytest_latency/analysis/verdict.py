@@ -19,19 +19,25 @@ from enum import StrEnum
 
 from pytest_latency.analysis.dependence import Dependence, independent
 from pytest_latency.analysis.outages import (
-    LONGEST_OUTAGE,
-    OUTAGE_REQUESTS,
     OutageBounds,
+    error_rate_assumption,
     outage_bounds,
+    outage_requests,
     requests_to_pass,
 )
+from pytest_latency.analysis.outages import clopper_pearson as clopper_pearson
 from pytest_latency.analysis.percentiles import (
     DEFAULT_CONFIDENCE,
     adjusted_confidence,
     correlated_quantile_bounds,
     percentile,
 )
-from pytest_latency.analysis.samples import failure_series, metric_series, record_value
+from pytest_latency.analysis.samples import (
+    failure_series,
+    metric_series,
+    record_value,
+    sent_times,
+)
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
@@ -246,15 +252,20 @@ def _decide_error_rate(
             "nothing offered", n_effective=0.0,
         )  # fmt: skip
     assert objective.max_s is not None  # validated: error_rate always has a max
-    # Failures come as outages (a crash takes 20 requests in a row): the outage is the
-    # unit of evidence, and a run that saw none may have missed one (analysis/outages.py).
-    bounds = outage_bounds(failures.values, confidence, failures.episodes)
+    # Failures count as independent unless the run shows them clustered; an outage the
+    # run did not see is the user's stated assumption, in requests at the scope's rate.
+    unseen = None
+    if objective.outage_s is not None:
+        unseen = outage_requests(sent_times(records), objective.outage_s, failures.episodes)
+    bounds = outage_bounds(failures.values, confidence, failures.episodes, unseen)
     verdict, _ = _classify(bounds.lower, bounds.upper, objective.max_s, objective)
+    lower, upper = bounds.lower, bounds.upper
     if verdict is not Verdict.FAIL and _went_away(bounds, objective.max_s):
         verdict = Verdict.FAIL
+        lower, upper = clopper_pearson(bounds.failed, offered, confidence)
     return ObjectiveResult(
-        objective, verdict, bounds.failed / offered, bounds.lower, bounds.upper, offered,
-        confidence, error_rate_reason(verdict, bounds, objective.max_s, confidence),
+        objective, verdict, bounds.failed / offered, lower, upper, offered, confidence,
+        error_rate_reason(verdict, bounds, objective, confidence),
         n_effective=bounds.n_effective,
     )  # fmt: skip
 
@@ -262,51 +273,45 @@ def _decide_error_rate(
 def _went_away(bounds: OutageBounds, limit: float) -> bool:
     """The run ended in failures covering half of it: the server went away.
 
-    Not a statistical verdict: an outage as long as the run is outside what the outage
-    bounds assume, so they can say little about it (20 of 20 failed is one outage), yet
-    a server that stopped answering must never pass. The run's own rate decides.
+    Not a statistical verdict: a run of failures as long as the run is one outage to
+    the bounds, so they can say little about it (20 of 20 failed is one event), yet a
+    server that stopped answering must never pass. The run's own rate decides, with
+    its binomial bounds.
     """
     return 2 * bounds.failing_at_end >= bounds.offered and bounds.failed > limit * bounds.offered
 
 
 def error_rate_reason(
-    verdict: Verdict, bounds: OutageBounds, limit: float, confidence: float
+    verdict: Verdict, bounds: OutageBounds, objective: Objective, confidence: float
 ) -> str:
-    """What an error-rate verdict rests on: the outages seen and the one assumed unseen."""
+    """What an error-rate verdict rests on: the failures seen, and what is assumed."""
+    assert objective.max_s is not None  # validated: error_rate always has a max
     seen = f"{bounds.failed}/{bounds.offered} failed"
-    if bounds.outages:
+    if bounds.outages and bounds.method != "binomial":
         seen += f" in {bounds.outages} outage(s) (runs of failures; the longest {bounds.longest})"
     if bounds.counted > bounds.outages:
-        seen += f", counted as {bounds.counted} of at most {LONGEST_OUTAGE} requests"
-    if 2 * bounds.failing_at_end >= bounds.offered or bounds.failing_at_end >= LONGEST_OUTAGE:
+        seen += f", counted as {bounds.counted} of at most {bounds.outage_requests:.0f} requests"
+    if 2 * bounds.failing_at_end >= bounds.offered:
         seen += f"; the last {bounds.failing_at_end} requests all failed (the server went away?)"
-    assumption = f"; an unseen outage is assumed to last {OUTAGE_REQUESTS} requests"
+    assumption = error_rate_assumption(bounds, objective.outage_s)
     if verdict is Verdict.PASS:
-        return f"upper bound within the limit: {seen}{assumption}"
-    if verdict is Verdict.FAIL and bounds.lower <= limit:
+        return f"upper bound within the limit: {seen}; {assumption}"
+    if verdict is Verdict.FAIL and bounds.lower <= objective.max_s:
         return (
             f"{seen}: the run ended in failures covering half of it, so its own rate"
-            " decides (an outage this long is outside what the bounds assume)"
+            " decides (one outage this long is one event to the bounds)"
         )
     if verdict is Verdict.FAIL:
-        return f"lower bound over the limit: {seen}"
-    needed = requests_to_pass(limit, confidence)
-    if bounds.failed == 0:
+        return f"lower bound over the limit: {seen}; {assumption}"
+    if bounds.method == "clustered":
         return (
-            f"{seen}, but a run of {bounds.offered} requests can miss an outage"
-            f"{assumption}: a pass needs {needed}+ requests without a failure"
+            f"{seen}: too few outages to bound the rate at {confidence:.3g} (a longer run"
+            f" sees more, or repeat: k); {assumption}"
         )
-    return f"{seen}: too few outages to bound the rate at {confidence:.3g}{assumption}"
-
-
-def clopper_pearson(failed: float, offered: float, confidence: float) -> tuple[float, float]:
-    """Exact two-sided binomial bounds on a failure fraction (counts may be effective)."""
-    from scipy.stats import beta  # scipy loads on first verdict, not at plugin import
-
-    tail = (1.0 - confidence) / 2.0
-    lower = 0.0 if failed <= 0 else float(beta.ppf(tail, failed, offered - failed + 1))
-    upper = 1.0 if failed >= offered else float(beta.ppf(1 - tail, failed + 1, offered - failed))
-    return lower, upper
+    if bounds.failed == 0:
+        needed = requests_to_pass(objective.max_s, confidence, bounds.outage_requests)
+        return f"{seen}: a pass needs {needed}+ requests without a failure; {assumption}"
+    return f"{seen}: the confidence interval straddles the limit; {assumption}"
 
 
 def proportion_bounds(

@@ -160,6 +160,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "reason": result.reason,
         "warnings": list(result.warnings),
         **gate_fields(result.objective),
+        **({"outage_s": result.objective.outage_s} if result.objective.outage_s else {}),
         **({"limit_text": result.objective.limit_text} if result.objective.limit_text else {}),
     }
 

@@ -29,7 +29,7 @@ from pytest_latency.spec.phase import steady as steady  # re-exported
 from pytest_latency.spec.prompts import PromptSource
 from pytest_latency.spec.sessions import Prefix as Prefix  # re-exported
 from pytest_latency.spec.sessions import Sessions as Sessions  # re-exported
-from pytest_latency.spec.units import objective_limits
+from pytest_latency.spec.units import objective_limits, outage_duration
 
 Api = Literal["chat", "completions"]
 Metric = Literal[
@@ -223,10 +223,13 @@ class Objective:
     thresholds: tuple[tuple[str, float], ...] = ()  # release gates: see spec_gates.py
     min_value: float | None = None
     after: str | None = None
+    outage_s: float | None = None  # error_rate: an unseen outage allowed for (seconds)
     limit_text: str | None = field(default=None, compare=False)  # max as written: "1s"
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
+        if self.outage_s is not None and self.metric != "error_rate":
+            raise check.FieldError("outage_s", f"objective {self.metric}: outage is for error_rate")
         if self.metric in gates.GATE_METRICS:
             return gates.check_gate(self)
         if (self.max_s is None) == (self.max_regression is None):
@@ -250,6 +253,8 @@ class Objective:
         check.number("max_s", self.max_s, at_least=0, at_most=1, what="error_rate max (fraction)")
         if self.min_change_s != 0.0:
             raise check.FieldError("min_change_s", "objective error_rate takes no min_change")
+        if self.outage_s is not None:
+            check.number("outage_s", self.outage_s, above=0, at_most=MAX_DURATION_S, what="outage")
 
     def _check_latency(self) -> None:
         where = f"objective {self.metric}: "
@@ -356,19 +361,21 @@ def objective(
     max_ms: float | None = None,
     max_fraction: float | None = None,
     min_change_s: float | None = None,
+    outage: str | None = None,
+    outage_s: float | None = None,
     **gate: str | float | None,
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
 
-    One limit: ``max`` with its unit, a duration (``"700ms"``) or for ``error_rate`` a
-    percentage (``"1%"``); or numbers with the unit in the keyword: ``max_s=0.7``,
-    ``max_ms=700``, ``max_fraction=0.01``. A bare number in ``max`` is a SpecError with
-    the fix. ``max_regression``: a percentage against the baseline (``"10%"``), with
-    ``min_change`` (or ``min_change_s``) an absolute floor (``"2ms"``; default none).
-    ``p`` is a percentile: 95, not 0.95. A SpecError is raised from here, not from the
-    checks inside, so a traceback shows the caller's line."""
+    One limit: ``max`` with its unit (``"700ms"``; for ``error_rate`` ``"1%"``), or numbers
+    with the unit in the keyword: ``max_s=0.7``, ``max_ms=700``, ``max_fraction=0.01``; a
+    bare number in ``max`` is a SpecError with the fix. ``max_regression``: a percentage
+    (``"10%"``), with ``min_change`` (``min_change_s``) an absolute floor (``"2ms"``).
+    ``p``: 95, not 0.95. ``outage="2s"`` (``outage_s``): an error_rate's unseen outage.
+    SpecErrors are raised from here, so a traceback shows the caller's line."""
     try:
         check.choice("metric", metric, METRICS, what="objective metric")
+        unseen_outage_s = outage_duration(metric, outage, outage_s)
         gate_fields = gates.gate_objective_fields(metric, max, max_s, max_ms, gate)
         if gate_fields is not None:
             return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
@@ -386,6 +393,7 @@ def objective(
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             min_change_s=limits.min_change_s,
+            outage_s=unseen_outage_s,
             limit_text=max.strip() if isinstance(max, str) and limits.max_s is not None else None,
         )
     except SpecError as error:

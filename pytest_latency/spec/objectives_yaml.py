@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar, cast
 
-from pytest_latency._units import parse_fraction
+from pytest_latency._units import parse_duration, parse_fraction
 from pytest_latency.spec import checks as check
 from pytest_latency.spec.gates_yaml import GATE_ONLY_KEYS, gate_objective
 from pytest_latency.spec.limits_yaml import latency_duration, parse_limit
@@ -30,8 +30,14 @@ OBJECTIVE_KEYS = (
     "phase",
     "input_tokens",
     "output_tokens",
+    "outage",  # error_rate: an unseen outage allowed for (docs/specs.md)
     *GATE_ONLY_KEYS,  # release gates: spec/gates_yaml.py
 )
+
+
+def outage_duration(value: Any) -> float:
+    """An outage's length: a duration with its unit (a bare number gets the fix)."""
+    return parse_duration(value, guess="span")
 
 
 def _parse_objective(
@@ -67,6 +73,7 @@ def _parse_objective(
             "min_change": latency_duration,
             "input_tokens": check.as_token_range,
             "output_tokens": check.as_token_range,
+            "outage": outage_duration,
         },
     )
     context.check_since(mark)
@@ -82,6 +89,7 @@ def _parse_objective(
             min_change_s=values.get("min_change") or 0.0,
             input_tokens=values.get("input_tokens"),
             output_tokens=values.get("output_tokens"),
+            outage_s=values.get("outage"),
             limit_text=node["max"].strip() if isinstance(node.get("max"), str) else None,
         ),
     )

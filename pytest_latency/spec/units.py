@@ -72,3 +72,18 @@ def _convert(metric: str, rate: bool, keywords: Mapping[str, object]) -> Limits:
         regression if isinstance(regression, float) else None,
         0.0 if floor is None else cast(float, floor),
     )
+
+
+def outage_duration(metric: str, outage: object, outage_s: object) -> float | None:
+    """``objective()``'s ``outage`` (``"2s"``) or ``outage_s`` in seconds; None if neither.
+    Objective checks the number (error_rate only, above 0)."""
+    if outage is not None and outage_s is not None:
+        raise SpecError(f"objective {metric}: give outage or outage_s, not both")
+    if metric != "error_rate" and (outage, outage_s) != (None, None):
+        raise SpecError(f"objective {metric}: outage is for error_rate")
+    if outage is None:
+        return cast("float | None", outage_s)
+    try:
+        return parse_duration(outage, what=f"objective {metric}: outage", guess="span")
+    except ValueError as error:
+        raise SpecError(str(error)) from None

@@ -146,6 +146,7 @@ _YAML_NAMES = {
     "cooldown_s": "cooldown",
     "max_s": "max",
     "min_change_s": "min_change",
+    "outage_s": "outage",
     "rate_to": "to",
     "until_decided_s": "until_decided",
 }

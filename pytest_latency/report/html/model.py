@@ -165,6 +165,7 @@ def objective_of(row: Mapping[str, Any]) -> Objective | None:
             thresholds=tuple(sorted((row.get("thresholds_s") or {}).items())),
             min_value=row.get("min"),
             after=row.get("after"),
+            outage_s=row.get("outage_s"),
             limit_text=row.get("limit_text"),
         )
     except (KeyError, TypeError, ValueError, AttributeError, LatencyError):

@@ -99,17 +99,33 @@ def _in_order(flags):
     return records
 
 
-def test_error_rate_counts_outages_and_a_run_that_saw_none_must_be_long_enough():
+def test_a_run_without_failures_passes_unless_an_unseen_outage_is_stated():
     limit = objective("error_rate", max="1%")
     many_errors = _records([0.1] * 900 + [None] * 100)  # 100 scattered failures: 10%
     assert decide(limit, many_errors, 0.99).verdict is Verdict.FAIL
-    # No failure in 2,000 requests: an outage of 20 requests every 2,000 would be 1%,
-    # and a run this long misses it a third of the time. 10,597 requests decide it.
-    unseen = decide(limit, _records([0.1] * 2000), 0.99)
+    # No failure in 2,000: independent failures at 1% would show about 20 (exact bound 0.26%).
+    clean = decide(limit, _records([0.1] * 2000), 0.99)
+    assert clean.verdict is Verdict.PASS and clean.upper_s == pytest.approx(1 - 0.005 ** (1 / 2000))
+    assert "independent" in clean.reason and "outage: DURATION" in clean.reason
+    # The user allows for a 2 s outage the run did not see: 20 requests at 10 req/s, and
+    # a run this long misses one a third of the time. 10,597 requests decide it.
+    stated = objective("error_rate", max="1%", outage="2s")
+    unseen = decide(stated, _in_order([False] * 2000), 0.99)
     assert unseen.verdict is Verdict.INCONCLUSIVE
-    assert "10597+ requests without a failure" in unseen.reason
+    assert (
+        "2s (20 requests" in unseen.reason and "10597+ requests without a failure" in unseen.reason
+    )
     assert unseen.effective_n == pytest.approx(100.0)
-    assert decide(limit, _records([0.1] * 11_000), 0.99).verdict is Verdict.PASS
+    assert decide(stated, _in_order([False] * 11_000), 0.99).verdict is Verdict.PASS
+
+
+def test_judge_s_zero_failures_in_242_gets_the_exact_bound_and_the_exact_count():
+    # Once printed "bounds 0.00%..52.87% ... a pass needs 12794+ requests".
+    result = decide(objective("error_rate", max="1%"), _in_order([False] * 242), 0.99)
+    assert result.verdict is Verdict.INCONCLUSIVE
+    assert result.upper_s == pytest.approx(1 - 0.005 ** (1 / 242)) and result.upper_s < 0.022
+    assert "528+ requests without a failure" in result.reason  # 1 - 0.005^(1/528) <= 1%
+    assert decide(objective("error_rate", max="5%"), _in_order([False] * 240), 0.99).passed
 
 
 def test_a_server_that_died_mid_run_has_a_useful_lower_bound_never_0_to_100():

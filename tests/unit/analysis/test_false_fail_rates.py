@@ -20,15 +20,13 @@ import pytest
 from scipy.stats import norm
 
 from pytest_latency.analysis.compare import compare_quantiles, per_sample_confidence
-from pytest_latency.analysis.dependence import count_dependence
-from pytest_latency.analysis.outages import outage_bounds
 from pytest_latency.analysis.paired_blocks import PairMethod, compare_blocks, signed_rank_ranks
 from pytest_latency.analysis.percentiles import (
     bound_ranks,
     correlated_quantile_bounds,
     quantile_bounds,
 )
-from pytest_latency.analysis.verdict import Verdict, proportion_bounds
+from pytest_latency.analysis.verdict import Verdict
 
 # statistical simulations: many seeded replicate runs per test
 pytestmark = pytest.mark.slow
@@ -255,76 +253,7 @@ def test_sign_test_keeps_its_rate_when_log_ratios_are_skewed():
     assert signed_rank > sign  # the signed-rank test's assumption is what it rests on
 
 
-# --- error rates: failures that come as outages ----------------------------------------
-
-
-def outage_series(seed: int, reps: int, n: int, rate: float, mean_run: float) -> np.ndarray:
-    """0/1 failure series (rows): outages start at random and last a geometric number of
-    requests (mean ``mean_run``, memoryless), so the long-run failure rate is ``rate``.
-    ``mean_run=1`` would be close to independent failures; use ``independent_failures``."""
-    rng = np.random.default_rng(seed)
-    start = rate / (mean_run * (1.0 - rate) + rate)  # P(outage begins) per healthy request
-    stop = 1.0 / mean_run
-    series = np.zeros((reps, n), dtype=bool)
-    down = rng.random(reps) < rate
-    for index in range(n):
-        series[:, index] = down
-        draw = rng.random(reps)
-        down = np.where(down, draw >= stop, draw < start)
-    return series
-
-
-def independent_failures(seed: int, reps: int, n: int, rate: float) -> np.ndarray:
-    return np.random.default_rng(seed).random((reps, n)) < rate
-
-
-def error_rate_rates(series: np.ndarray, limit: float) -> tuple[float, float]:
-    """(fail, pass) shares of the plugin's error-rate rule (``outage_bounds``) over rows."""
-    fails = passes = 0
-    for row in series:
-        bounds = outage_bounds(row, CONFIDENCE)
-        fails += bounds.lower > limit
-        passes += bounds.upper <= limit
-    return fails / len(series), passes / len(series)
-
-
-def old_error_rate_rates(series: np.ndarray, limit: float) -> tuple[float, float]:
-    """The rule before: Clopper-Pearson at the effective n of the 0/1 series."""
-    fails = passes = 0
-    for row in series:
-        values = row.astype(np.float64)
-        dependence = count_dependence(values, None)
-        lower, upper = proportion_bounds(int(row.sum()), row.size, CONFIDENCE, dependence)
-        fails += lower > limit
-        passes += upper <= limit
-    return fails / len(series), passes / len(series)
-
-
-def test_outages_a_run_may_not_see_do_not_pass_at_the_limit():
-    # 1% of requests fail in outages of ~20: a 2,000-request run expects one outage and
-    # sees none a third of the time. The limit is the truth: any verdict is wrong.
-    series = outage_series(81, 1000, 2000, 0.01, 20.0)
-    fails, passes = error_rate_rates(series, 0.01)
-    assert fails <= 0.02 and passes <= 0.02
-    _, old_passes = old_error_rate_rates(series[:300], 0.01)
-    assert old_passes >= 0.20  # what the issue measured: 28-37%
-
-
-def test_many_short_outages_at_the_limit_err_rarely():
-    fails, passes = error_rate_rates(outage_series(82, 600, 10_000, 0.01, 5.0), 0.01)
-    assert fails <= 0.02 and passes <= 0.02
-
-
-def test_independent_failures_at_the_limit_err_rarely():
-    fails, passes = error_rate_rates(independent_failures(83, 1000, 2000, 0.01), 0.01)
-    assert fails <= 0.02 and passes <= 0.02
-
-
-def test_independent_failures_keep_their_power_at_1_4_times_the_truth():
-    # The price of the unseen outage: 30,000 requests where independent Clopper-Pearson
-    # needs about 12,000 (docs/statistics.md).
-    _, passes = error_rate_rates(independent_failures(84, 300, 30_000, 0.01), 0.014)
-    assert passes >= 0.85
+# Error rates: tests/unit/analysis/test_error_rate_verdicts.py.
 
 
 def measured_rates() -> dict[str, float]:
@@ -370,32 +299,6 @@ def measured_rates() -> dict[str, float]:
     sign, signed_rank = skewed_fail_rates(36)
     rates["skewed 1.1x sign (16 pairs)"] = sign
     rates["skewed 1.1x signed-rank (16 pairs)"] = signed_rank
-    rates.update(error_rate_measurements())
-    return rates
-
-
-def error_rate_measurements() -> dict[str, float]:
-    """The error-rate rows of docs/statistics.md."""
-    rates: dict[str, float] = {}
-    scenarios = {
-        "1% in outages of ~20, n=2000": outage_series(81, 1000, 2000, 0.01, 20.0),
-        "1% in outages of ~20, n=10000": outage_series(85, 500, 10_000, 0.01, 20.0),
-        "1% in outages of ~5, n=10000": outage_series(82, 600, 10_000, 0.01, 5.0),
-        "1% independent, n=2000": independent_failures(83, 1000, 2000, 0.01),
-    }
-    for name, series in scenarios.items():
-        fails, passes = error_rate_rates(series, 0.01)
-        old_fails, old_passes = old_error_rate_rates(series[:300], 0.01)
-        rates[f"error rate {name}, at the limit: fail"] = fails
-        rates[f"error rate {name}, at the limit: pass"] = passes
-        rates[f"error rate {name}, at the limit, old rule: fail"] = old_fails
-        rates[f"error rate {name}, at the limit, old rule: pass"] = old_passes
-    for n in (12_000, 20_000, 30_000):
-        series = independent_failures(84, 300, n, 0.01)
-        rates[f"error rate 1% independent, limit 1.4%, n={n}: pass"] = error_rate_rates(
-            series, 0.014
-        )[1]
-        rates[f"same, old rule (n={n}): pass"] = old_error_rate_rates(series, 0.014)[1]
     return rates
 
 

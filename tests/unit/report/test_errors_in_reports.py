@@ -20,7 +20,7 @@ LATENCY = (
     objective("ttft", p=95, max="2s"),
     objective("e2e", p=95, max="5s"),
     objective("itl", p=95, max="1s"),
-    objective("error_rate", max="100%"),  # 5% needs ~2,500 requests (outages)
+    objective("error_rate", max="100%"),  # any error rate: this test is about the reports
 )
 
 
