@@ -28,10 +28,10 @@ from pytest_latency.analysis.outages import (
 from pytest_latency.analysis.percentiles import (
     DEFAULT_CONFIDENCE,
     adjusted_confidence,
-    correlated_quantile_bounds,
     percentile,
 )
 from pytest_latency.analysis.samples import failure_series, metric_series, record_value
+from pytest_latency.analysis.sectioning import SectionBounds, margin_quantile_bounds
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
@@ -103,7 +103,7 @@ def decide(
             n_effective=0.0,
         )
     estimate = percentile(series.values, objective.p)
-    bounds = correlated_quantile_bounds(
+    bounds = margin_quantile_bounds(
         series.values, objective.p / 100.0, confidence, series.episodes, series.phases
     )
     # A latency is never negative: where no order statistic is low enough to bound the
@@ -112,11 +112,20 @@ def decide(
     verdict, reason = _classify(
         lower, bounds.upper, objective.max_s, objective, confidence, bounds.dependence
     )
+    note = sections_note(bounds.sections, verdict) or dependence_note(bounds.dependence)
     return ObjectiveResult(
         objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
-        reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
-        dependence=bounds.dependence,
+        reason + note, n_effective=bounds.n_effective, dependence=bounds.dependence,
     )  # fmt: skip
+
+
+def sections_note(sections: SectionBounds, verdict: Verdict) -> str:
+    """How sectioning entered the bounds, for the reason text ("" when it did not)."""
+    if verdict is Verdict.PASS and sections.upper_batches:
+        return f"; sectioning: {sections.upper_batches} batches in send order"
+    if verdict is Verdict.FAIL and sections.lower_batches:
+        return f"; sectioning: {sections.lower_batches} batches in send order"
+    return ""
 
 
 def dependence_note(dependence: Dependence) -> str:
