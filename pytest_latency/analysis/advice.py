@@ -18,6 +18,7 @@ from pytest_latency.analysis.dependence import Dependence
 from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import adjusted_confidence
 from pytest_latency.analysis.planning import burst_phases, needed_requests
+from pytest_latency.analysis.sectioning import MIN_BATCH, MIN_UPPER_BATCHES
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, few_degrees_of_freedom
 from pytest_latency.spec.model import Objective, Workload
 
@@ -64,8 +65,10 @@ def evidence_factor(result: ObjectiveResult) -> float | None:
     if estimate > limit and objective.p is not None and objective.metric != "attainment":
         side = replace(objective, p=100.0 - objective.p)
     dependence = result.dependence
+    sectioned = _factor_for_sections(result, dependence)
     if dependence is not None and math.isfinite(dependence.degrees_of_freedom):
-        return _factor_with_degrees(result, dependence, side)
+        counted = _factor_with_degrees(result, dependence, side)
+        return sectioned if counted is None else min(counted, sectioned or math.inf)
     needed = needed_requests(side, result.confidence)
     return None if needed is None else max(needed / effective, 1.0)
 
@@ -107,6 +110,19 @@ def _factor_with_degrees(
         middle = (low + high) // 2
         low, high = (low, middle) if enough(middle) else (middle, high)
     return grown(high)[0]
+
+
+def _factor_for_sections(result: ObjectiveResult, dependence: Dependence | None) -> float | None:
+    """The longer run whose sectioning can bound a missing upper side (:mod:`.sectioning`):
+    ``MIN_UPPER_BATCHES`` batches, each as long as the send-order window. A run of one
+    episode with a stationary window grows its batches with its length; over episodes, or
+    on the lower side, None (sectioning does not apply there)."""
+    if dependence is None or dependence.method not in ("serial", "short"):
+        return None
+    if math.isfinite(result.upper_s) or not result.estimate_s < (result.objective.max_s or 0.0):
+        return None
+    needed = MIN_UPPER_BATCHES * max(MIN_BATCH, dependence.window)
+    return max(needed / max(result.n, 1), 1.0)
 
 
 def _wants_episodes(result: ObjectiveResult) -> Dependence | None:

@@ -58,7 +58,9 @@ class SectionBounds:
     upper: float
     lower_batches: int  # 0: the side was not used
     upper_batches: int
-    n_effective: float  # n times the iid variance of the log-quantile over sectioning's
+    # The independent sample whose normal interval on the log quantile is as wide as the
+    # lower side's: n times the iid variance over sectioning's, at their critical values.
+    n_effective: float
 
 
 NO_SECTIONS = SectionBounds(-math.inf, math.inf, 0, 0, math.nan)
@@ -104,7 +106,9 @@ def section_bounds(values: np.ndarray, q: float, confidence: float, window: int)
             upper = math.exp(estimate + critical * upper_spread / math.sqrt(upper_batches))
     else:
         upper_batches = 0
-    effective = n * _iid_variance(values, q) / (spread**2 / lower_batches)
+    # The size of an independent sample whose normal interval is as wide as this one.
+    normal = critical_value(confidence, 10**9, 0.0)
+    effective = n * _iid_variance(values, q) * (normal * math.sqrt(lower_batches) / half) ** 2
     return SectionBounds(lower, upper, lower_batches, upper_batches, min(effective, float(n)))
 
 
