@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from pytest_latency.analysis.dependence import Dependence
+from pytest_latency.analysis.dependence import Dependence, episode_degrees
 from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import adjusted_confidence
 from pytest_latency.analysis.planning import burst_phases, needed_requests
@@ -82,12 +82,12 @@ def _factor_with_degrees(
     ``MAX_EVIDENCE_FACTOR``, or no count can."""
     if needed_requests(side, result.confidence) is None:
         return None  # no count decides it at any confidence (a max of 0%)
-    episodes = dependence.degrees_of_freedom + 1 if dependence.method == "episodes" else None
+    episodes = dependence.episodes if dependence.method == "episodes" else None
 
     def grown(step: int) -> tuple[float, float]:
         """(evidence factor, degrees of freedom) ``step`` episodes or steps later."""
         if episodes is not None:
-            return (episodes + step) / episodes, episodes + step - 1
+            return (episodes + step) / episodes, episode_degrees(episodes + step)
         factor = LONGER_RUN_STEP**step
         return factor, dependence.degrees_of_freedom * factor
 
@@ -151,10 +151,10 @@ def what_would_decide(result: ObjectiveResult, workload: Workload) -> str:
     head = f"to decide it: about {factor:.1f}x the evidence (effective n {result.effective_n:.0f})"
     ran = workload.repeat
     if (few := _wants_episodes(result)) is not None:
-        ran = round(few.degrees_of_freedom + 1)
+        ran = few.episodes
         head = (
             f"to decide it: more episodes, not more requests (the {ran} episodes' spread"
-            f" has {few.degrees_of_freedom:.0f} degrees of freedom)"
+            f" has {few.degrees_of_freedom:.3g} degrees of freedom)"
         )
     if ran > 1 or objective.phase in burst_phases(workload):
         # factor is a ratio of episode counts here: no rounding up past a whole one

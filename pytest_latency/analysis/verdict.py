@@ -144,7 +144,7 @@ def dependence_note(dependence: Dependence) -> str:
     if dependence.independent:
         return ""
     if dependence.method == "episodes":
-        how = f"across {dependence.degrees_of_freedom + 1:.0f} episodes"
+        how = f"across {dependence.episodes} episodes"
     else:
         how = f"in send order over {dependence.window} requests"
     return (
@@ -194,8 +194,8 @@ def _no_upper_bound(p: float, confidence: float, dependence: Dependence | None) 
         )
     degrees = dependence.degrees_of_freedom
     head = (
-        f"too few episodes for a p{p:g} bound: {degrees + 1:.0f} episodes give the"
-        f" correlation estimate {degrees:.0f} degrees of freedom"
+        f"too few episodes for a p{p:g} bound: {dependence.episodes} episodes give the"
+        f" correlation estimate {degrees:.3g} degrees of freedom"
     )
     adjusted = adjusted_confidence(confidence, dependence)
     if adjusted >= 1.0:

@@ -79,7 +79,9 @@ def test_the_advised_episodes_are_the_floor_of_the_plan_check():
     # Effective n 48 over 4 episodes (12 each): the fewest episodes whose bound exists,
     # paying Student's t at k - 1, as the plan-time check counts them (analysis/bursts.py).
     median = objective("ttft", p=90, max="600ms")
-    few = Dependence(n=400, design_effect=400 / 48, degrees_of_freedom=3.0, method="episodes")
+    few = Dependence(
+        n=400, design_effect=400 / 48, degrees_of_freedom=3.0, method="episodes", episodes=4
+    )
     result = ObjectiveResult(
         median, Verdict.INCONCLUSIVE, 0.5, 0.4, math.inf, 400, SHARED, "", n_effective=48.0,
         dependence=few,
