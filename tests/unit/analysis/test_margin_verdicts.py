@@ -209,6 +209,10 @@ def measured_rates(reps: int) -> dict[str, float]:
         samples, truth
     )
     out["M/M/1 0.7 2000, limit 2x: PASS"] = rates(samples, 2.0 * truth)[1]
+    for load in (0.7, 0.8, 0.9):  # a loaded server in a CI-sized run
+        fails, passes = rates(mm1_sojourns(118, reps, CI_SIZE, load), mm1_truth(0.95, load))
+        out[f"M/M/1 {load} 240, at truth: FAIL"] = fails
+        out[f"M/M/1 {load} 240, at truth: PASS"] = passes
     truth = mm1_truth(0.95, 0.9)
     fails, passes = rates(mm1_sojourns(114, reps, 1000, 0.9), truth)
     out["M/M/1 0.9 1000, at truth: FAIL"], out["M/M/1 0.9 1000, at truth: PASS"] = fails, passes
