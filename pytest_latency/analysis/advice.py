@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from pytest_latency.analysis.dependence import Dependence
+from pytest_latency.analysis.dependence import Dependence, episode_degrees
 from pytest_latency.analysis.looks import drain_allowance_s, episode_cost_s
 from pytest_latency.analysis.percentiles import adjusted_confidence
 from pytest_latency.analysis.planning import burst_phases, needed_requests
+from pytest_latency.analysis.sectioning import MIN_BATCH, MIN_UPPER_BATCHES
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, few_degrees_of_freedom
 from pytest_latency.spec.model import Objective, Workload
 
@@ -67,8 +68,10 @@ def evidence_factor(result: ObjectiveResult) -> float | None:
     if estimate > limit and objective.p is not None and objective.metric != "attainment":
         side = replace(objective, p=100.0 - objective.p)
     dependence = result.dependence
+    sectioned = _factor_for_sections(result, dependence)
     if dependence is not None and math.isfinite(dependence.degrees_of_freedom):
-        return _factor_with_degrees(result, dependence, side)
+        counted = _factor_with_degrees(result, dependence, side)
+        return sectioned if counted is None else min(counted, sectioned or math.inf)
     needed = needed_requests(side, result.confidence)
     return None if needed is None else max(needed / effective, 1.0)
 
@@ -82,12 +85,12 @@ def _factor_with_degrees(
     ``MAX_EVIDENCE_FACTOR``, or no count can."""
     if needed_requests(side, result.confidence) is None:
         return None  # no count decides it at any confidence (a max of 0%)
-    episodes = dependence.degrees_of_freedom + 1 if dependence.method == "episodes" else None
+    episodes = dependence.episodes if dependence.method == "episodes" else None
 
     def grown(step: int) -> tuple[float, float]:
         """(evidence factor, degrees of freedom) ``step`` episodes or steps later."""
         if episodes is not None:
-            return (episodes + step) / episodes, episodes + step - 1
+            return (episodes + step) / episodes, episode_degrees(episodes + step)
         factor = LONGER_RUN_STEP**step
         return factor, dependence.degrees_of_freedom * factor
 
@@ -110,6 +113,19 @@ def _factor_with_degrees(
         middle = (low + high) // 2
         low, high = (low, middle) if enough(middle) else (middle, high)
     return grown(high)[0]
+
+
+def _factor_for_sections(result: ObjectiveResult, dependence: Dependence | None) -> float | None:
+    """The longer run whose sectioning can bound a missing upper side (:mod:`.sectioning`):
+    ``MIN_UPPER_BATCHES`` batches, each as long as the send-order window. A run of one
+    episode with a stationary window grows its batches with its length; over episodes, or
+    on the lower side, None (sectioning does not apply there)."""
+    if dependence is None or dependence.method not in ("serial", "short"):
+        return None
+    if math.isfinite(result.upper_s) or not result.estimate_s < (result.objective.max_s or 0.0):
+        return None
+    needed = MIN_UPPER_BATCHES * max(MIN_BATCH, dependence.window)
+    return max(needed / max(result.n, 1), 1.0)
 
 
 def _wants_episodes(result: ObjectiveResult) -> Dependence | None:
@@ -138,10 +154,10 @@ def what_would_decide(result: ObjectiveResult, workload: Workload) -> str:
     head = f"to decide it: about {factor:.1f}x the evidence (effective n {result.effective_n:.0f})"
     ran = workload.repeat
     if (few := _wants_episodes(result)) is not None:
-        ran = round(few.degrees_of_freedom + 1)
+        ran = few.episodes
         head = (
             f"to decide it: more episodes, not more requests (the {ran} episodes' spread"
-            f" has {few.degrees_of_freedom:.0f} degrees of freedom)"
+            f" has {few.degrees_of_freedom:.3g} degrees of freedom)"
         )
     if ran > 1 or objective.phase in burst_phases(workload):
         # factor is a ratio of episode counts here: no rounding up past a whole one

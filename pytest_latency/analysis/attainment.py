@@ -29,7 +29,13 @@ import numpy as np
 from pytest_latency.analysis.dependence import Dependence
 from pytest_latency.analysis.percentiles import dependent_ranks, quantile_dependence
 from pytest_latency.analysis.samples import failure_series, record_value
-from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, dependence_note
+from pytest_latency.analysis.sectioning import NO_SECTIONS, SectionBounds, section_bounds
+from pytest_latency.analysis.verdict import (
+    ObjectiveResult,
+    Verdict,
+    dependence_note,
+    sections_note,
+)
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
@@ -94,11 +100,9 @@ def decide_attainment(
     offered, hits = score.size, int((score <= 1.0).sum())
     level = min(max(objective.min_value, 1e-9), 1.0 - 1e-9)
     dependence = quantile_dependence(score, level, ordered.episodes, ordered.phases)
-    lower_rank, upper_rank = dependent_ranks(offered, level, confidence, dependence)
-    # The m-quantile's upper bound is the score at upper_rank: <= 1 when that many are good.
-    passed = upper_rank is not None and upper_rank <= hits
-    failed = lower_rank is not None and lower_rank > hits
-    lower, upper = share_bounds(hits, offered, confidence, dependence, (level, passed, failed))
+    decision = ShareDecision.of(score, hits, confidence, dependence, ordered.episodes)
+    passed, failed = decision.passes(level), decision.fails(level)
+    lower, upper = share_bounds(decision, (level, passed, failed))
     if passed:
         verdict, reason = Verdict.PASS, "lower bound at or above the minimum"
     elif failed:
@@ -108,33 +112,82 @@ def decide_attainment(
     reason = f"{hits}/{offered} offered requests good; {reason}"
     return ObjectiveResult(
         objective, verdict, hits / offered, lower, upper, offered, confidence,
-        reason + dependence_note(dependence), n_effective=dependence.n_effective,
+        reason + decision.note(level, passed, failed), n_effective=decision.n_effective(level),
     )  # fmt: skip
 
 
-def share_bounds(
-    hits: int,
-    n: int,
-    confidence: float,
-    dependence: Dependence,
-    known: tuple[float, bool, bool] | None = None,
-) -> tuple[float, float]:
-    """Bounds on the good share: the shares m whose m-quantile test the hits decide.
+@dataclass(frozen=True, slots=True)
+class ShareDecision:
+    """The m-quantile test of the scores at any share m, as the verdict makes it.
 
-    lower = the largest m whose quantile bound passes (``upper rank <= hits``); upper =
-    the smallest m whose quantile bound fails (``lower rank > hits``). Both ranks grow
-    with m, so bisection finds them. ``known`` = (m, passed, failed) at one share already
-    decided, which seeds the search so the printed bounds agree with that verdict.
+    Independent scores (or several episodes) get the order-statistic ranks at the whole
+    confidence. Otherwise a share passes (fails) when the ranks at half the error do, or
+    when sectioning (:mod:`.sectioning`) at the other half bounds the scores' m-quantile
+    under (over) 1: one union bound, as for latency percentiles.
     """
 
-    def passes(m: float) -> bool:
-        upper_rank = dependent_ranks(n, m, confidence, dependence)[1]
-        return upper_rank is not None and upper_rank <= hits
+    scores: np.ndarray
+    hits: int
+    confidence: float
+    dependence: Dependence
+    sectioned: bool
 
-    def fails(m: float) -> bool:
-        lower_rank = dependent_ranks(n, m, confidence, dependence)[0]
-        return lower_rank is not None and lower_rank > hits
+    @classmethod
+    def of(
+        cls,
+        scores: np.ndarray,
+        hits: int,
+        confidence: float,
+        dependence: Dependence,
+        episodes: np.ndarray | None,
+    ) -> ShareDecision:
+        several = episodes is not None and np.unique(episodes).size >= 2
+        sectioned = not (dependence.independent or several)
+        return cls(scores, hits, confidence, dependence, sectioned)
 
+    @property
+    def _rank_confidence(self) -> float:
+        return 1.0 - (1.0 - self.confidence) / 2.0 if self.sectioned else self.confidence
+
+    def _sections(self, m: float) -> SectionBounds:
+        if not self.sectioned:
+            return NO_SECTIONS
+        return section_bounds(self.scores, m, self._rank_confidence, self.dependence.window)
+
+    def passes(self, m: float) -> bool:
+        upper_rank = dependent_ranks(self.scores.size, m, self._rank_confidence, self.dependence)[1]
+        if upper_rank is not None and upper_rank <= self.hits:
+            return True
+        return self._sections(m).upper <= 1.0
+
+    def fails(self, m: float) -> bool:
+        lower_rank = dependent_ranks(self.scores.size, m, self._rank_confidence, self.dependence)[0]
+        if lower_rank is not None and lower_rank > self.hits:
+            return True
+        return self._sections(m).lower > 1.0
+
+    def n_effective(self, m: float) -> float:
+        sectioned = self._sections(m).n_effective
+        if math.isfinite(sectioned):
+            return max(sectioned, self.dependence.n_effective)
+        return self.dependence.n_effective
+
+    def note(self, m: float, passed: bool, failed: bool) -> str:
+        sections = self._sections(m)
+        verdict = Verdict.PASS if passed else Verdict.FAIL if failed else Verdict.INCONCLUSIVE
+        return sections_note(sections, verdict) or dependence_note(self.dependence)
+
+
+def share_bounds(
+    decision: ShareDecision, known: tuple[float, bool, bool] | None = None
+) -> tuple[float, float]:
+    """Bounds on the good share: the shares m whose m-quantile test the scores decide.
+
+    lower = the largest m whose quantile bound passes; upper = the smallest m whose
+    quantile bound fails. Both grow with m, so bisection finds them. ``known`` = (m,
+    passed, failed) at one share already decided, which seeds the search so the printed
+    bounds agree with that verdict.
+    """
     low, high = 0.0, 1.0  # passes(low) or low == 0; not passes(high)
     fail_low, fail_high = 0.0, 1.0  # not fails(fail_low); fails(fail_high) or it is 1
     if known is not None:
@@ -143,9 +196,9 @@ def share_bounds(
         fail_low, fail_high = (fail_low, m) if failed else (m, fail_high)
     for _ in range(BISECTION_STEPS):
         middle = (low + high) / 2.0
-        low, high = (middle, high) if passes(middle) else (low, middle)
+        low, high = (middle, high) if decision.passes(middle) else (low, middle)
         middle = (fail_low + fail_high) / 2.0
-        fail_low, fail_high = (fail_low, middle) if fails(middle) else (middle, fail_high)
+        fail_low, fail_high = (fail_low, middle) if decision.fails(middle) else (middle, fail_high)
     return low, fail_high
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from pytest_latency.analysis.dependence import Dependence
+from pytest_latency.analysis.dependence import Dependence, episode_degrees
 from pytest_latency.analysis.looks import (
     drain_allowance_s,
     episode_cost_s,
@@ -52,7 +52,7 @@ def episode_floor(objective: Objective, per_episode: int, confidence: float) -> 
     ``MAX_EPISODES_SEARCHED`` (or no count can)."""
     for k in range(2, MAX_EPISODES_SEARCHED + 1):
         n = k * per_episode
-        correlated = Dependence(n, 1.0 + 1e-9, float(k - 1), "episodes")
+        correlated = Dependence(n, 1.0 + 1e-9, episode_degrees(k), "episodes", episodes=k)
         adjusted = adjusted_confidence(confidence, correlated)
         if adjusted >= 1.0 or n < _closed_form_need(objective, adjusted):
             continue  # the closed form is a few requests from the exact count: skip early

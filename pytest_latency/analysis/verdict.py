@@ -29,7 +29,6 @@ from pytest_latency.analysis.outages import clopper_pearson as clopper_pearson
 from pytest_latency.analysis.percentiles import (
     DEFAULT_CONFIDENCE,
     adjusted_confidence,
-    correlated_quantile_bounds,
     percentile,
 )
 from pytest_latency.analysis.samples import (
@@ -38,6 +37,7 @@ from pytest_latency.analysis.samples import (
     record_value,
     sent_times,
 )
+from pytest_latency.analysis.sectioning import SectionBounds, margin_quantile_bounds
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
@@ -109,7 +109,7 @@ def decide(
             n_effective=0.0,
         )
     estimate = percentile(series.values, objective.p)
-    bounds = correlated_quantile_bounds(
+    bounds = margin_quantile_bounds(
         series.values, objective.p / 100.0, confidence, series.episodes, series.phases
     )
     # A latency is never negative: where no order statistic is low enough to bound the
@@ -118,11 +118,20 @@ def decide(
     verdict, reason = _classify(
         lower, bounds.upper, objective.max_s, objective, confidence, bounds.dependence
     )
+    note = sections_note(bounds.sections, verdict) or dependence_note(bounds.dependence)
     return ObjectiveResult(
         objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
-        reason + dependence_note(bounds.dependence), n_effective=bounds.dependence.n_effective,
-        dependence=bounds.dependence,
+        reason + note, n_effective=bounds.n_effective, dependence=bounds.dependence,
     )  # fmt: skip
+
+
+def sections_note(sections: SectionBounds, verdict: Verdict) -> str:
+    """How sectioning entered the bounds, for the reason text ("" when it did not)."""
+    if verdict is Verdict.PASS and sections.upper_batches:
+        return f"; sectioning: {sections.upper_batches} batches in send order"
+    if verdict is Verdict.FAIL and sections.lower_batches:
+        return f"; sectioning: {sections.lower_batches} batches in send order"
+    return ""
 
 
 def dependence_note(dependence: Dependence) -> str:
@@ -141,7 +150,7 @@ def dependence_note(dependence: Dependence) -> str:
     if dependence.independent:
         return ""
     if dependence.method == "episodes":
-        how = f"across {dependence.degrees_of_freedom + 1:.0f} episodes"
+        how = f"across {dependence.episodes} episodes"
     else:
         how = f"in send order over {dependence.window} requests"
     return (
@@ -191,8 +200,8 @@ def _no_upper_bound(p: float, confidence: float, dependence: Dependence | None) 
         )
     degrees = dependence.degrees_of_freedom
     head = (
-        f"too few episodes for a p{p:g} bound: {degrees + 1:.0f} episodes give the"
-        f" correlation estimate {degrees:.0f} degrees of freedom"
+        f"too few episodes for a p{p:g} bound: {dependence.episodes} episodes give the"
+        f" correlation estimate {degrees:.3g} degrees of freedom"
     )
     adjusted = adjusted_confidence(confidence, dependence)
     if adjusted >= 1.0:

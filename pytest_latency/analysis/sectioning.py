@@ -1,0 +1,176 @@
+"""Sectioning: bounds on a quantile that use the margin between estimate and limit.
+
+The order-statistic bound of :mod:`.percentiles` rests on a count at the effective n,
+so it needs about 104 effective requests for a p95 upper bound at 99% whatever the
+margin: a run of 240 queued requests (effective n 20-50) never passes, 40x under its
+limit. Sectioning (Asmussen & Glynn 2007, ch. IV.5; Nakayama 2014) uses the margin:
+
+* the scope's values, in send order, are cut into ``b`` contiguous batches;
+* each batch's q-quantile is taken on a log scale (latencies are positive and skewed);
+* the spread ``S`` of the batch log-quantiles around the **whole-run** log-quantile,
+  with ``b - 1`` degrees of freedom, gives the bound
+  ``exp(log Q + c * S / sqrt(b))`` (and ``- c`` for the lower one).
+
+Assumptions, and what they cost (docs/statistics.md, measured): the batches are
+nearly independent (the correlation fades within a batch) and the whole-run estimate
+is nearly normal on the log scale. Neither holds for a short run of a heavily loaded
+queue: a run that happened to meet few busy periods has both a low estimate and a low
+spread, so a plain Student's t interval passed an M/M/1 queue at 0.9 at the truth in
+20-30% of runs. Hence:
+
+* the critical value is Student's t at ``b - 1`` degrees of freedom for the side's
+  error, but never under :data:`MIN_CRITICAL`: calibrated by simulation so that the
+  truth errs at most 2% a side over the tables in docs/statistics.md;
+* the upper side (a PASS) is used only when the batches are at least as long as the
+  send-order correlation window and there are at least :data:`MIN_UPPER_BATCHES` of
+  them; a longer correlation leaves the order-statistic bound alone;
+* neither side is used when that window reached its cap (an eighth of the run: the
+  run never saw its correlation fade, as in 240 requests of a queue at 0.9, where the
+  lower side failed 2.5% of runs at the truth).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_latency.analysis.dependence import MAX_WINDOW_SHARE, Dependence
+from pytest_latency.analysis.percentiles import (
+    QuantileBounds,
+    bound_ranks,
+    correlated_quantile_bounds,
+    order_statistics,
+)
+
+MAX_BATCHES = 24
+MIN_BATCH = 10  # requests per batch: a batch p95 of fewer is its maximum
+MIN_LOWER_BATCHES = 8
+MIN_UPPER_BATCHES = 20
+MIN_CRITICAL = 6.0  # the floor under either side's critical value (calibrated)
+
+
+@dataclass(frozen=True, slots=True)
+class SectionBounds:
+    """Sectioning bounds on a quantile (``-inf`` / ``inf`` where a side is not used)."""
+
+    lower: float
+    upper: float
+    lower_batches: int  # 0: the side was not used
+    upper_batches: int
+    # The independent sample whose normal interval on the log quantile is as wide as the
+    # lower side's: n times the iid variance over sectioning's, at their critical values.
+    n_effective: float
+
+
+NO_SECTIONS = SectionBounds(-math.inf, math.inf, 0, 0, math.nan)
+
+
+def batch_spread(logs: np.ndarray, q: float, estimate: float, batches: int) -> float:
+    """The spread of the batches' log q-quantiles around the whole-run ``estimate``."""
+    size = logs.size // batches
+    quantiles = np.quantile(logs[: size * batches].reshape(batches, size), q, axis=1)
+    return float(np.sqrt(((quantiles - estimate) ** 2).sum() / (batches - 1)))
+
+
+def critical_value(confidence: float, batches: int, floor: float) -> float:
+    """Student's t at ``batches - 1`` df for one side of ``confidence``, at least ``floor``."""
+    from scipy.stats import t
+
+    tail = (1.0 - confidence) / 2.0
+    return max(float(t.ppf(1.0 - tail, batches - 1)), floor)
+
+
+def section_bounds(values: np.ndarray, q: float, confidence: float, window: int) -> SectionBounds:
+    """Sectioning bounds on the q-quantile of ``values`` (send order) at ``confidence``
+    (two-sided). ``window``: the send-order correlation window of :mod:`.dependence`
+    (lags summed); the upper side needs batches at least that long. No sides where a
+    value is not positive and finite (failed requests are ``inf``, a zero wait has no
+    log): the order-statistic bound decides those."""
+    n = int(values.size)
+    lower_batches = min(MAX_BATCHES, n // MIN_BATCH)
+    if lower_batches < MIN_LOWER_BATCHES or window >= n * MAX_WINDOW_SHARE:
+        return NO_SECTIONS  # too few requests, or a correlation the run does not see fade
+    if not bool(np.all(np.isfinite(values) & (values > 0))):
+        return NO_SECTIONS
+    logs = np.log(values)
+    estimate = float(np.quantile(logs, q))
+    spread = batch_spread(logs, q, estimate, lower_batches)
+    if spread <= 0.0:
+        return NO_SECTIONS  # every batch at the same value: ties, no spread to scale
+    half = critical_value(confidence, lower_batches, MIN_CRITICAL) * spread
+    lower = math.exp(estimate - half / math.sqrt(lower_batches))
+    upper, upper_batches = math.inf, min(MAX_BATCHES, n // max(MIN_BATCH, window))
+    if upper_batches >= MIN_UPPER_BATCHES:
+        upper_spread = batch_spread(logs, q, estimate, upper_batches)
+        if upper_spread > 0.0:
+            critical = critical_value(confidence, upper_batches, MIN_CRITICAL)
+            upper = math.exp(estimate + critical * upper_spread / math.sqrt(upper_batches))
+    else:
+        upper_batches = 0
+    # The size of an independent sample whose normal interval is as wide as this one.
+    normal = critical_value(confidence, 10**9, 0.0)
+    effective = n * _iid_variance(values, q) * (normal * math.sqrt(lower_batches) / half) ** 2
+    return SectionBounds(lower, upper, lower_batches, upper_batches, min(effective, float(n)))
+
+
+def _iid_variance(values: np.ndarray, q: float) -> float:
+    """The variance of the log q-quantile were the values independent: from the width of
+    its exact 95% order-statistic interval (about 2 x 1.96 standard errors)."""
+    lower, upper = bound_ranks(int(values.size), q, 0.95)
+    if lower is None or upper is None:
+        return math.nan
+    ordered = order_statistics(values, [lower - 1, upper - 1])
+    width = math.log(ordered[upper - 1]) - math.log(ordered[lower - 1])
+    return (width / (2.0 * 1.959964)) ** 2
+
+
+@dataclass(frozen=True, slots=True)
+class MarginBounds:
+    """The verdict's bounds on a quantile: the order-statistic bound and sectioning, each
+    at half the error, the tighter of each side; and the evidence they rested on."""
+
+    lower: float
+    upper: float
+    dependence: Dependence  # the order-statistic bound's correlation estimate
+    sections: SectionBounds
+    n_effective: float
+
+
+def margin_quantile_bounds(
+    values: np.ndarray,
+    q: float,
+    confidence: float,
+    episodes: np.ndarray | None = None,
+    phases: np.ndarray | None = None,
+) -> MarginBounds:
+    """Bounds on the q-quantile of per-request ``values`` (send order) for a verdict.
+
+    Independent data (the send-order screen finds no correlation) keep the exact
+    order-statistic bound at the whole ``confidence``: they lose no power. Otherwise
+    each side is the tighter of the order-statistic bound at the effective n and the
+    sectioning bound (:func:`section_bounds`), each at half the side's error (a union
+    bound: the pair errs at most as often as the two halves together). Several
+    episodes keep the order-statistic bound over episodes alone.
+    """
+    samples = np.asarray(values, dtype=np.float64)
+    exact = correlated_quantile_bounds(samples, q, confidence, episodes, phases)
+    dependence = exact.dependence
+    several = episodes is not None and np.unique(episodes).size >= 2
+    if dependence.independent or several or samples.size == 0:
+        return _alone(exact)
+    half = 1.0 - (1.0 - confidence) / 2.0
+    ordered = correlated_quantile_bounds(samples, q, half, episodes, phases)
+    sections = section_bounds(samples, q, half, dependence.window)
+    lower = max(ordered.lower, sections.lower)
+    upper = min(ordered.upper, sections.upper)
+    effective = dependence.n_effective
+    if math.isfinite(sections.n_effective):
+        effective = max(effective, sections.n_effective)
+    return MarginBounds(lower, upper, dependence, sections, effective)
+
+
+def _alone(bounds: QuantileBounds) -> MarginBounds:
+    dependence = bounds.dependence
+    return MarginBounds(bounds.lower, bounds.upper, dependence, NO_SECTIONS, dependence.n_effective)
