@@ -175,7 +175,7 @@ class LatencySession:
         from pytest_latency.analysis.planning import require_power
 
         workload = self.until_decided(self._seeded(workload, keep_seed), objectives)
-        powers = check_power(workload, objectives, self._objective_confidence(len(objectives)))
+        powers = check_power(workload, objectives, self._objective_confidence(objectives))
         allowed = self.options.allow_undecidable
         message = require_power(powers, test, allowed=allowed, sent=sent)
         if message is not None:
@@ -186,10 +186,13 @@ class LatencySession:
             warn_at(LatencyUndecidableWarning, message, first, locate)
         return powers
 
-    def _objective_confidence(self, count: int) -> float:
-        """Each of the next ``count`` objectives' confidence (not taken from the budget)."""
+    def _objective_confidence(self, objectives: Sequence[Objective]) -> float:
+        """Each of the next ``objectives``' confidence (not taken from the budget), the
+        runaway check counted as one more test where an objective waits in the queue."""
         from pytest_latency.analysis.objectives import planned_confidence
+        from pytest_latency.analysis.runaway import counted_tests
 
+        count = counted_tests(objectives)
         budget = self.error_budget
         return planned_confidence(count, None if budget is None else budget.decided)
 
@@ -248,7 +251,7 @@ class LatencySession:
         drive = drive_plan(self.telemetry, self.options, self.progress, target, info)
         if workload.until_decided_s is None:
             return drive(fresh_plan(workload))
-        confidence = self._objective_confidence(len(objectives))
+        confidence = self._objective_confidence(objectives)
         rounds = Rounds(
             drive, workload, objectives, confidence=confidence, max_lag_s=self.options.max_lag_s
         )
