@@ -26,11 +26,12 @@ SATURATION_LABEL = "queue kept up"  # a check that fails when the queue ran away
 # trend test of :func:`.runaway.queue_trend` at spans after the warm-up that double from
 # FIRST_CHECK_S, and at each look; each check takes an even share of the queue check's
 # alpha, one more test beside the objectives at every look (:func:`queue_alpha`).
-# Shorter spans call healthy probes near capacity runaway too often: one long request
-# blocks a slot for seconds (measured: 3 of 400 M/G/1 probes at 95% load, lognormal
-# service of CV 2, with a first check at 8 s; none of 1,200 from 16 s; docs/capacity.md).
+# Increments of about a second give the test degrees of freedom (the checks' shares of
+# alpha are small); their Newey-West error absorbs a long request blocking a slot for
+# seconds (docs/capacity.md has the measured false calls and the search's widths).
 RUNAWAY_CHECK_S = 1.0  # how often a live probe wakes to see whether a check is due
-FIRST_CHECK_S = 16.0
+FIRST_CHECK_S = 8.0
+CHECK_INTERVAL_S = 1.0  # increments of about a second: degrees of freedom grow with it
 
 
 def check_spans(probe_s: float, looks: Sequence[float]) -> list[float]:
@@ -60,7 +61,9 @@ def saturated(
     """The queue grew during the probe from ``since_s`` (the warm-up's end: the climb to
     the steady state is not growth) to ``until_s``: the trend test of
     :func:`.runaway.queue_trend` at ``alpha`` (docs/capacity.md)."""
-    trend = queue_trend(records, [(since_s, until_s)], alpha, settling=0.0)
+    trend = queue_trend(
+        records, [(since_s, until_s)], alpha, settling=0.0, interval_s=CHECK_INTERVAL_S
+    )
     return trend is not None and trend.ran_away(alpha)
 
 
@@ -70,7 +73,9 @@ def queue_evidence(
     """The queue check as evidence: the growth of in flight (req/s) from ``since_s`` to
     ``until_s`` (no bounds), and as its limit the growth the trend test at ``alpha``
     calls runaway at this run's spread (``fail`` when it did); None with too little."""
-    trend = queue_trend(records, [(since_s, until_s)], alpha, settling=0.0)
+    trend = queue_trend(
+        records, [(since_s, until_s)], alpha, settling=0.0, interval_s=CHECK_INTERVAL_S
+    )
     if trend is None:
         return None
     return ProbeEvidence(

@@ -127,70 +127,19 @@ def decide_objectives(
         else:
             results.append(decide(objective, scoped, confidence))
     if workload is not None:
-        results = _failed_by_runaway(results, records, workload, confidence)
-        results = [_with_advice(result, workload) for result in results]
+        from pytest_latency.analysis.overload import overload_verdicts
+
+        results, advised = overload_verdicts(results, records, workload, confidence)
+        results = [
+            result if index in advised else _with_advice(result, workload)
+            for index, result in enumerate(results)
+        ]
     if invalid_reason is not None:
         results = [
             dataclasses.replace(result, verdict=Verdict.INVALID, reason=invalid_reason)
             for result in results
         ]
     return results
-
-
-def _failed_by_runaway(
-    results: list[ObjectiveResult],
-    records: Sequence[RequestRecord],
-    workload: Workload,
-    confidence: float,
-) -> list[ObjectiveResult]:
-    """A waiting-latency or attainment verdict over a phase whose queue ran away FAILs
-    (analysis/runaway.py): the bounds assume load that holds still, and a queue that
-    grows through the phase is one long transient. A phase its saturation stop rule
-    stopped ran away by the user's own rule: its kept-back requests never count as a way
-    out, so its waiting objectives FAIL with the stop as the reason. Otherwise an
-    inconclusive verdict FAILs when the queue's trend test (at the runaway check's
-    share of the budget, ``1 - confidence``) found growth and the run's own estimate is
-    past the limit."""
-    from pytest_latency.analysis.planning import burst_phases
-    from pytest_latency.analysis.runaway import runaway_phases, saturation_stops, waits
-
-    def over_limit(result: ObjectiveResult) -> bool:
-        goal = result.objective
-        if goal.metric == "attainment":
-            return goal.min_value is not None and result.estimate_s < goal.min_value
-        return goal.max_s is not None and result.estimate_s > goal.max_s
-
-    def in_phase(found: dict[str, str], phase: str | None) -> str | None:
-        return found.get(phase) if phase is not None else next(iter(found.values()), None)
-
-    stops = saturation_stops(records)
-    undecided = [
-        waits(r.objective) and r.verdict is Verdict.INCONCLUSIVE and over_limit(r) for r in results
-    ]
-    grown: dict[str, str] = {}
-    if any(undecided):
-        queues = runaway_phases(records, workload, burst_phases(workload), 1.0 - confidence)
-        grown = {name: queue.describe() for name, queue in queues.items()}
-    decided = []
-    for result, candidate in zip(results, undecided, strict=True):
-        phase = result.objective.phase
-        stop = in_phase(stops, phase) if waits(result.objective) else None
-        queue = in_phase(grown, phase) if candidate else None
-        if stop is not None and result.verdict in (Verdict.INCONCLUSIVE, Verdict.PASS):
-            result = dataclasses.replace(
-                result, verdict=Verdict.FAIL,
-                reason=f"{stop}; the requests it kept back would have waited longer still,"
-                f" so a stop for saturation is overload, not a way out ({result.reason})",
-            )  # fmt: skip
-        elif queue is not None:
-            result = dataclasses.replace(
-                result, verdict=Verdict.FAIL,
-                reason=f"{queue}; this run's estimate is past the limit, and the"
-                f" bounds alone cannot decide a run that is one long transient"
-                f" ({result.reason})",
-            )  # fmt: skip
-        decided.append(result)
-    return decided
 
 
 def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:

@@ -74,21 +74,26 @@ def queue_trend(
     windows: Sequence[tuple[float, float]],
     alpha: float,
     settling: float = SETTLING_SHARE,
+    interval_s: float | None = None,
 ) -> QueueTrend | None:
     """The trend of in flight over ``windows`` (run seconds), each read from its settling
-    share on in ``TREND_INTERVALS`` increments; ``alpha`` sets
-    :attr:`QueueTrend.critical_rps`. None when a window is empty of time."""
+    share on in ``TREND_INTERVALS`` increments (with ``interval_s``, as many of about
+    that length as fit, if more); ``alpha`` sets :attr:`QueueTrend.critical_rps`. None
+    when a window is empty of time."""
     rates: list[np.ndarray] = []
     for start, end in windows:
         since = start + settling * (end - start)
         if end <= since:
             return None
-        instants = np.linspace(since, end, TREND_INTERVALS + 1)
+        count = TREND_INTERVALS
+        if interval_s is not None:
+            count = max(count, int((end - since) / interval_s))
+        instants = np.linspace(since, end, count + 1)
         rates.append(np.diff(in_flight_at(records, instants)) / (instants[1] - instants[0]))
     gained = np.concatenate(rates) if rates else np.empty(0)
     if gained.size < 3:
         return None
-    mean, spread = float(gained.mean()), float(gained.std(ddof=1)) / math.sqrt(gained.size)
+    mean, spread = float(gained.mean()), _standard_error(gained)
     critical = float(stats.t.isf(alpha, gained.size - 1)) * spread
     if spread == 0.0:
         t = math.inf if mean > 0 else (-math.inf if mean < 0 else 0.0)
@@ -96,6 +101,21 @@ def queue_trend(
         t = mean / spread
     p_value = float(stats.t.sf(t, gained.size - 1))
     return QueueTrend(mean, critical, t, p_value, int(gained.size))
+
+
+def _standard_error(gained: np.ndarray) -> float:
+    """The mean increment's standard error, dependence-aware: Newey-West (Bartlett
+    weights over ``n^(1/3)`` lags) where the increments are positively correlated (a
+    long request blocking a slot raises several in a row), never under the plain one
+    (a queue that holds still has negatively correlated increments: conservative)."""
+    n = gained.size
+    centred = gained - gained.mean()
+    variance = float(centred @ centred) / (n - 1)
+    long_run = float(centred @ centred) / n
+    for lag in range(1, math.ceil(n ** (1 / 3)) + 1):
+        weight = 1.0 - lag / (math.ceil(n ** (1 / 3)) + 1)
+        long_run += 2.0 * weight * float(centred[lag:] @ centred[:-lag]) / n
+    return math.sqrt(max(variance, long_run) / n)
 
 
 def waits(objective: Objective) -> bool:
@@ -116,7 +136,7 @@ def counted_tests(objectives: Sequence[Objective]) -> int:
 
 @dataclass(frozen=True, slots=True)
 class RunawayQueue:
-    """A phase whose queue grew, with the trend that showed it."""
+    """A phase's queue trend, tested at ``alpha``: runaway when its p-value is at most it."""
 
     phase: str
     trend: QueueTrend
@@ -126,6 +146,10 @@ class RunawayQueue:
     @property
     def growth_rps(self) -> float:
         return self.trend.growth_rps
+
+    @property
+    def ran_away(self) -> bool:
+        return self.trend.ran_away(self.alpha)
 
     def describe(self) -> str:
         trend = self.trend
@@ -148,20 +172,29 @@ def tested_phases(workload: Workload, bursts: set[str]) -> list[str]:
     ]
 
 
-def runaway_phases(
+def phase_trends(
     records: Sequence[RequestRecord], workload: Workload, bursts: set[str], alpha: float
 ) -> dict[str, RunawayQueue]:
-    """The tested phases whose queue grew, at ``alpha`` for them all (split evenly)."""
+    """Each tested phase's queue trend, at ``alpha`` for them all (split evenly)."""
     sent = [record for record in records if record.sent_s is not None]
     names = tested_phases(workload, bursts)
     each = alpha / max(len(names), 1)
     found = {}
-    for name in names:
-        phase = next(phase for phase in workload.phases if phase.name == name)
-        trend = queue_trend(sent, workload.phase_windows(name), each)
-        if trend is not None and trend.ran_away(each):
-            found[name] = RunawayQueue(name, trend, phase.mean_rate, each)
+    for phase in workload.phases:
+        if phase.name not in names:
+            continue
+        trend = queue_trend(sent, workload.phase_windows(phase.name), each)
+        if trend is not None:
+            found[phase.name] = RunawayQueue(phase.name, trend, phase.mean_rate, each)
     return found
+
+
+def runaway_phases(
+    records: Sequence[RequestRecord], workload: Workload, bursts: set[str], alpha: float
+) -> dict[str, RunawayQueue]:
+    """The tested phases whose queue ran away, at ``alpha`` for them all."""
+    trends = phase_trends(records, workload, bursts, alpha)
+    return {name: queue for name, queue in trends.items() if queue.ran_away}
 
 
 SATURATION_STOP = "over-saturated"  # how driver/stops.py words a saturation stop
