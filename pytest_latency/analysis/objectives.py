@@ -76,12 +76,15 @@ def spent_confidence(confidence: float, decided_before: int, count: int) -> floa
     return 1.0 - alpha * 6.0 / (math.pi**2 * last**2)
 
 
-def planned_confidence(count: int, decided_before: int | None = None) -> float:
-    """Each of ``count`` objectives' confidence at the default 99%: shared by them, or
-    their share of the session's budget when ``decided_before`` objectives took theirs."""
+def planned_confidence(objectives: Sequence[Objective], decided_before: int | None = None) -> float:
+    """Each of ``objectives``' confidence at the default 99%: shared by them (and the
+    runaway check where one waits in the queue, :func:`.runaway.counted_tests`), or
+    their share of the session's budget when ``decided_before`` tests took theirs."""
     from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+    from pytest_latency.analysis.runaway import counted_tests
     from pytest_latency.analysis.verdict import objective_confidence
 
+    count = counted_tests(objectives)
     if decided_before is not None:
         return spent_confidence(DEFAULT_CONFIDENCE, decided_before, count)
     return objective_confidence(count, DEFAULT_CONFIDENCE)
@@ -129,7 +132,10 @@ def decide_objectives(
     if workload is not None:
         from pytest_latency.analysis.overload import overload_verdicts
 
-        results, advised = overload_verdicts(results, records, workload, confidence)
+        def redecide(goal: Objective, part: Sequence[RequestRecord]) -> ObjectiveResult:
+            return decide_objectives([goal], part, confidence=confidence)[0]
+
+        results, advised = overload_verdicts(results, records, workload, confidence, redecide)
         results = [
             result if index in advised else _with_advice(result, workload)
             for index, result in enumerate(results)

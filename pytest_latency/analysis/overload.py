@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from scipy import stats
 
@@ -27,9 +27,18 @@ from pytest_latency.analysis.runaway import (
 )
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.records import RequestRecord
-from pytest_latency.spec.model import Workload
+from pytest_latency.spec.model import Objective, Workload
 
 MAX_TREND_FACTOR = 100.0  # beyond this many times the phase, no length is advised
+# The design effect "grows with n" when the whole run's is this many times its first
+# half's: a queue that holds still keeps it (short memory), a random walk doubles it.
+DESIGN_EFFECT_GROWTH = 1.5
+# A queue "grew" for the advice when its trend's t is at least this (one-sided p about
+# 0.17 at 9 degrees of freedom): advice only, no verdict rests on it.
+GREW_T = 1.0
+
+#: decide one objective on these records (no overload rule): the first half's verdict
+Redecide = Callable[[Objective, Sequence[RequestRecord]], ObjectiveResult]
 
 
 def _over_limit(result: ObjectiveResult) -> bool:
@@ -69,14 +78,32 @@ def trend_advice(queue: RunawayQueue, phase_s: float) -> str:
     )
 
 
+def design_effect_grows(
+    result: ObjectiveResult, records: Sequence[RequestRecord], redecide: Redecide
+) -> bool:
+    """Whether ``result``'s design effect grew with n: the whole run's at least
+    ``DESIGN_EFFECT_GROWTH`` times the one its first half (by send time) gives."""
+    sent = sorted(r.sent_s for r in records if r.sent_s is not None)
+    if result.dependence is None or len(sent) < 4:
+        return False
+    middle = sent[len(sent) // 2]
+    half = redecide(result.objective, [r for r in records if r.intended_s < middle])
+    if half.dependence is None:
+        return False
+    return result.dependence.design_effect >= DESIGN_EFFECT_GROWTH * half.dependence.design_effect
+
+
 def overload_verdicts(
     results: list[ObjectiveResult],
     records: Sequence[RequestRecord],
     workload: Workload,
     confidence: float,
+    redecide: Redecide,
 ) -> tuple[list[ObjectiveResult], set[int]]:
     """``results`` with those over an overloaded phase FAILed, and the positions of the
-    inconclusive ones already advised by their queue's trend (no other advice)."""
+    inconclusive ones already advised by their queue's trend (no other advice: their
+    queue grew and their design effect grew with n, so a longer run would not decide
+    them through the bounds)."""
     stops = saturation_stops(records)
     candidates = [
         waits(r.objective) and r.verdict is Verdict.INCONCLUSIVE and _over_limit(r) for r in results
@@ -84,7 +111,7 @@ def overload_verdicts(
     trends: dict[str, RunawayQueue] = {}
     if any(candidates):
         trends = phase_trends(records, workload, burst_phases(workload), 1.0 - confidence)
-    grown = {name: queue for name, queue in trends.items() if queue.trend.growth_rps > 0}
+    grown = {name: queue for name, queue in trends.items() if queue.trend.t >= GREW_T}
     ran_away = {name: queue for name, queue in grown.items() if queue.ran_away}
     decided, advised = [], set()
     for index, (result, candidate) in enumerate(zip(results, candidates, strict=True)):
@@ -103,7 +130,11 @@ def overload_verdicts(
                 f" bounds alone cannot decide a run that is one long transient"
                 f" ({result.reason})",
             )  # fmt: skip
-        elif candidate and (queue := _in_phase(grown, phase)) is not None:
+        elif (
+            candidate
+            and (queue := _in_phase(grown, phase)) is not None
+            and design_effect_grows(result, records, redecide)
+        ):
             phase_s = next(p.duration_s for p in workload.phases if p.name == queue.phase)
             advice = trend_advice(queue, phase_s)
             result = dataclasses.replace(result, reason=f"{result.reason}; {advice}")

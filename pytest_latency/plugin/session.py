@@ -187,14 +187,11 @@ class LatencySession:
         return powers
 
     def _objective_confidence(self, objectives: Sequence[Objective]) -> float:
-        """Each of the next ``objectives``' confidence (not taken from the budget), the
-        runaway check counted as one more test where an objective waits in the queue."""
+        """Each of the next ``objectives``' confidence (not taken from the budget)."""
         from pytest_latency.analysis.objectives import planned_confidence
-        from pytest_latency.analysis.runaway import counted_tests
 
-        count = counted_tests(objectives)
         budget = self.error_budget
-        return planned_confidence(count, None if budget is None else budget.decided)
+        return planned_confidence(objectives, None if budget is None else budget.decided)
 
     def until_decided(self, workload: Workload, objectives: Sequence[Objective]) -> Workload:
         """``workload`` with ``--latency-until-decided`` as its default budget."""
