@@ -32,7 +32,7 @@ from pytest_latency.spec.model import Objective, Workload
 MAX_TREND_FACTOR = 100.0  # beyond this many times the phase, no length is advised
 # The design effect "grows with n" when the whole run's is this many times its first
 # half's: a queue that holds still keeps it (short memory), a random walk doubles it.
-DESIGN_EFFECT_GROWTH = 1.5
+GROWING_DEPENDENCE = 1.5
 # A queue "grew" for the advice when its trend's t is at least this (one-sided p about
 # 0.17 at 9 degrees of freedom): advice only, no verdict rests on it.
 GREW_T = 1.0
@@ -82,7 +82,7 @@ def design_effect_grows(
     result: ObjectiveResult, records: Sequence[RequestRecord], redecide: Redecide
 ) -> bool:
     """Whether ``result``'s design effect grew with n: the whole run's at least
-    ``DESIGN_EFFECT_GROWTH`` times the one its first half (by send time) gives."""
+    ``GROWING_DEPENDENCE`` times the one its first half (by send time) gives."""
     sent = sorted(r.sent_s for r in records if r.sent_s is not None)
     if result.dependence is None or len(sent) < 4:
         return False
@@ -90,7 +90,7 @@ def design_effect_grows(
     half = redecide(result.objective, [r for r in records if r.intended_s < middle])
     if half.dependence is None:
         return False
-    return result.dependence.design_effect >= DESIGN_EFFECT_GROWTH * half.dependence.design_effect
+    return result.dependence.design_effect >= GROWING_DEPENDENCE * half.dependence.design_effect
 
 
 def overload_verdicts(
