@@ -24,21 +24,22 @@ from pytest_latency.spec.model import Objective
 SATURATION_LABEL = "queue kept up"  # a check that fails when the queue ran away
 # Between looks a runaway queue fails the probe at once. The queue is checked with the
 # trend test of :func:`.runaway.queue_trend` at spans after the warm-up that double from
-# FIRST_CHECK_S, and at each look; each check takes an even share of the queue check's
-# alpha, one more test beside the objectives at every look (:func:`queue_alpha`).
+# FIRST_CHECK_SHARE of the probe, and at each look; each check takes an even share of
+# the queue check's alpha, one more test beside the objectives at every look
+# (:func:`queue_alpha`).
 # Increments of about a second give the test degrees of freedom (the checks' shares of
 # alpha are small); their Newey-West error absorbs a long request blocking a slot for
 # seconds (docs/capacity.md has the measured false calls and the search's widths).
 RUNAWAY_CHECK_S = 1.0  # how often a live probe wakes to see whether a check is due
-FIRST_CHECK_S = 8.0
+FIRST_CHECK_SHARE = 0.125  # of the probe: 7.5 s of a 60 s probe
 CHECK_INTERVAL_S = 1.0  # increments of about a second: degrees of freedom grow with it
 
 
 def check_spans(probe_s: float, looks: Sequence[float]) -> list[float]:
     """Seconds after the warm-up at which the queue is checked: doubling from
-    ``FIRST_CHECK_S``, and at each look."""
+    ``FIRST_CHECK_SHARE`` of the probe, and at each look."""
     spans = {look * probe_s for look in looks}
-    span = FIRST_CHECK_S
+    span = FIRST_CHECK_SHARE * probe_s
     while span < probe_s:
         spans.add(span)
         span *= 2
