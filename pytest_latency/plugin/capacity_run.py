@@ -247,7 +247,9 @@ class LiveSearch:
         for index, (look, confidence) in enumerate(zip(looks, confidences, strict=True)):
             cutoff = warm_s + look * probe_s
             while (now := (time.perf_counter_ns() - run.started_ns) / 1e9) < cutoff:
-                await anyio.sleep(min(RUNAWAY_CHECK_S, cutoff - now))
+                wake = min(cutoff, warm_s + due[0]) if due else cutoff  # the next check
+                await anyio.sleep(max(0.0, min(RUNAWAY_CHECK_S, wake - now)))
+                now = (time.perf_counter_ns() - run.started_ns) / 1e9
                 if not due or now - warm_s < due[0]:
                     continue
                 due.pop(0)
