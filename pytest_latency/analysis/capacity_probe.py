@@ -4,7 +4,8 @@ A probe's objectives are decided on its probe phase (percentiles as the same hyp
 on a proportion, :func:`as_proportion`), together with every earlier probe at the same
 rate: a repeat at one rate is the next look of one sequential experiment, so its
 verdict rests on all the requests offered at that rate (docs/capacity.md). A runaway
-queue fails the probe on its own evidence (:func:`queue_growth`).
+queue fails the probe on its own evidence (:func:`queue_evidence`), a trend test
+in the probe's share of alpha.
 """
 
 from __future__ import annotations
@@ -15,58 +16,80 @@ from collections.abc import Sequence
 
 from pytest_latency.analysis.capacity import ProbeEvidence
 from pytest_latency.analysis.objectives import decide_objectives
-from pytest_latency.analysis.runaway import queue_growth, runaway_slope
+from pytest_latency.analysis.runaway import queue_trend
 from pytest_latency.analysis.verdict import ObjectiveResult, objective_confidence
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
 SATURATION_LABEL = "queue kept up"  # a check that fails when the queue ran away
-SATURATION_Z = 6.0  # see saturated()
-# Between looks, once a second, a runaway queue fails the probe at once: checked often,
-# so by a stricter rise than at the looks (none in 100 seeded sim probes at 90% of the
-# capacity, checked 9 times each; docs/capacity.md).
-RUNAWAY_CHECK_S, RUNAWAY_Z = 1.0, 8.0
+# Between looks a runaway queue fails the probe at once. The queue is checked with the
+# trend test of :func:`.runaway.queue_trend` at spans after the warm-up that double from
+# FIRST_CHECK_SHARE of the probe, and at each look; each check takes an even share of
+# the queue check's alpha, one more test beside the objectives at every look
+# (:func:`queue_alpha`).
+# Increments of about a second give the test degrees of freedom (the checks' shares of
+# alpha are small); their Newey-West error absorbs a long request blocking a slot for
+# seconds (docs/capacity.md has the measured false calls and the search's widths).
+RUNAWAY_CHECK_S = 1.0  # how often a live probe wakes to see whether a check is due
+FIRST_CHECK_SHARE = 0.125  # of the probe: 7.5 s of a 60 s probe
+CHECK_INTERVAL_S = 1.0  # increments of about a second: degrees of freedom grow with it
+
+
+def check_spans(probe_s: float, looks: Sequence[float]) -> list[float]:
+    """Seconds after the warm-up at which the queue is checked: doubling from
+    ``FIRST_CHECK_SHARE`` of the probe, and at each look."""
+    spans = {look * probe_s for look in looks}
+    span = FIRST_CHECK_SHARE * probe_s
+    while span < probe_s:
+        spans.add(span)
+        span *= 2
+    return sorted(spans)
+
+
+def queue_alpha(
+    criteria: int, confidences: Sequence[float], probe_s: float, looks: Sequence[float]
+) -> float:
+    """The level of each queue check of a probe whose looks take ``confidences``: at
+    every look the check is one of ``criteria + 1`` tests, and its share over the probe
+    is split evenly among its checks (:func:`check_spans`)."""
+    share = sum(1.0 - confidence for confidence in confidences) / (criteria + 1)
+    return share / len(check_spans(probe_s, looks))
 
 
 def saturated(
-    records: Sequence[RequestRecord],
-    rate: float,
-    since_s: float | None = None,
-    z: float = SATURATION_Z,
+    records: Sequence[RequestRecord], since_s: float, until_s: float, alpha: float
 ) -> bool:
-    """The queue grew without bound during the probe (so every latency limit fails in time).
-
-    At z = 6 a steady queue near capacity is not called saturated (0 of 100 seeded sim
-    probes at 90% of the capacity, tests). A finite probe of a runaway queue can hold
-    too little independent evidence for a percentile bound (one long transient); this
-    is the direct evidence that it ran away. ``since_s`` keeps the climb to the steady
-    state during a warm-up from being taken for growth.
-    """
-    growth = queue_growth(records, since_s)
-    return growth is not None and growth[0] >= runaway_slope(rate, growth[1], growth[2], z)
+    """The queue grew during the probe from ``since_s`` (the warm-up's end: the climb to
+    the steady state is not growth) to ``until_s``: the trend test of
+    :func:`.runaway.queue_trend` at ``alpha`` (docs/capacity.md)."""
+    trend = queue_trend(
+        records, [(since_s, until_s)], alpha, settling=0.0, interval_s=CHECK_INTERVAL_S
+    )
+    return trend is not None and trend.ran_away(alpha)
 
 
 def queue_evidence(
-    records: Sequence[RequestRecord], rate: float, warmup_s: float, z: float
+    records: Sequence[RequestRecord], since_s: float, until_s: float, alpha: float
 ) -> ProbeEvidence | None:
-    """The queue check as evidence: the growth of in flight (req/s) fitted from
-    ``warmup_s`` on (no bounds), and as its limit the least growth that counts as
-    runaway (``fail`` at or over it); None with too few sends."""
-    growth = queue_growth(records, since_s=warmup_s)
-    if growth is None:
+    """The queue check as evidence: the growth of in flight (req/s) from ``since_s`` to
+    ``until_s`` (no bounds), and as its limit the growth the trend test at ``alpha``
+    calls runaway at this run's spread (``fail`` when it did); None with too little."""
+    trend = queue_trend(
+        records, [(since_s, until_s)], alpha, settling=0.0, interval_s=CHECK_INTERVAL_S
+    )
+    if trend is None:
         return None
-    least = runaway_slope(rate, growth[1], growth[2], z)
     return ProbeEvidence(
         objective=SATURATION_LABEL,
-        decided_as=f"in flight grows under {least:.3g}/s",
-        verdict="fail" if growth[0] >= least else "pass",
-        estimate=growth[0],
+        decided_as=f"in flight grows under {trend.critical_rps:.3g}/s",
+        verdict="fail" if trend.ran_away(alpha) else "pass",
+        estimate=trend.growth_rps,
         lower=-math.inf,
         upper=math.inf,
-        n=sum(r.sent_s is not None and r.sent_s >= warmup_s for r in records),
+        n=sum(r.sent_s is not None and since_s <= r.sent_s <= until_s for r in records),
         n_effective=None,
         unit="rps",
-        limit=least,
+        limit=trend.critical_rps,
         at_least=False,
     )
 
@@ -155,7 +178,7 @@ def _decide_objectives(
 ) -> tuple[dict[str, str], list[ProbeEvidence]]:
     """Each objective's verdict and evidence on ``seen`` pooled with ``earlier``, at
     ``confidence`` shared among the objectives."""
-    each = objective_confidence(len(criteria), confidence)
+    each = objective_confidence(len(criteria) + 1, confidence)  # + the queue check
     tests = [as_proportion(goal) for goal in criteria]
     records = pooled_records([*earlier, seen])
     results = decide_objectives(tests, records, confidence=each)
@@ -215,15 +238,18 @@ def decide_probe(
     *,
     confidence: float,
     warmup_s: float,
+    queue_level: float,
     earlier: Sequence[Sequence[RequestRecord]] = (),
 ) -> tuple[dict[str, str], list[ProbeEvidence]]:
     """Each objective's verdict on ``seen`` (this probe's phase so far) pooled with
     ``earlier`` (the probe phases of earlier probes at this rate), at ``confidence``
     shared among the objectives; and whether the queue ran away (in flight counted over
-    ``before``, warm-up included, fitted from ``warmup_s`` on). Returns the verdicts by
+    ``before``, warm-up included, tested from ``warmup_s`` on at ``queue_level``,
+    :func:`queue_alpha`). Returns the verdicts by
     label (the queue check only when it failed) and the evidence of each."""
     verdicts, evidence = _decide_objectives(criteria, seen, confidence, earlier)
-    queue = queue_evidence(before, rate, warmup_s, SATURATION_Z)
+    until = max((r.intended_s for r in before), default=warmup_s)
+    queue = queue_evidence(before, warmup_s, until, queue_level)
     if queue is not None:
         evidence.append(queue)
         if queue.verdict == "fail":

@@ -76,12 +76,15 @@ def spent_confidence(confidence: float, decided_before: int, count: int) -> floa
     return 1.0 - alpha * 6.0 / (math.pi**2 * last**2)
 
 
-def planned_confidence(count: int, decided_before: int | None = None) -> float:
-    """Each of ``count`` objectives' confidence at the default 99%: shared by them, or
-    their share of the session's budget when ``decided_before`` objectives took theirs."""
+def planned_confidence(objectives: Sequence[Objective], decided_before: int | None = None) -> float:
+    """Each of ``objectives``' confidence at the default 99%: shared by them (and the
+    runaway check where one waits in the queue, :func:`.runaway.counted_tests`), or
+    their share of the session's budget when ``decided_before`` tests took theirs."""
     from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE
+    from pytest_latency.analysis.runaway import counted_tests
     from pytest_latency.analysis.verdict import objective_confidence
 
+    count = counted_tests(objectives)
     if decided_before is not None:
         return spent_confidence(DEFAULT_CONFIDENCE, decided_before, count)
     return objective_confidence(count, DEFAULT_CONFIDENCE)
@@ -127,52 +130,22 @@ def decide_objectives(
         else:
             results.append(decide(objective, scoped, confidence))
     if workload is not None:
-        results = _failed_by_runaway(results, records, workload)
-        results = [_with_advice(result, workload) for result in results]
+        from pytest_latency.analysis.overload import overload_verdicts
+
+        def redecide(goal: Objective, part: Sequence[RequestRecord]) -> ObjectiveResult:
+            return decide_objectives([goal], part, confidence=confidence)[0]
+
+        results, advised = overload_verdicts(results, records, workload, confidence, redecide)
+        results = [
+            result if index in advised else _with_advice(result, workload)
+            for index, result in enumerate(results)
+        ]
     if invalid_reason is not None:
         results = [
             dataclasses.replace(result, verdict=Verdict.INVALID, reason=invalid_reason)
             for result in results
         ]
     return results
-
-
-def _failed_by_runaway(
-    results: list[ObjectiveResult], records: Sequence[RequestRecord], workload: Workload
-) -> list[ObjectiveResult]:
-    """An inconclusive latency verdict over a phase whose queue ran away FAILs when the
-    run's own estimate is over the limit (analysis/runaway.py): the bounds assume load
-    that holds still, and a queue that grows through the phase is one long transient."""
-    from pytest_latency.analysis.planning import burst_phases
-    from pytest_latency.analysis.runaway import WAITING_METRICS, runaway_phases
-
-    def over_limit(result: ObjectiveResult) -> bool:
-        goal = result.objective
-        if goal.metric == "attainment":
-            waits = any(metric in WAITING_METRICS for metric, _ in goal.thresholds)
-            return waits and goal.min_value is not None and result.estimate_s < goal.min_value
-        return (
-            goal.metric in WAITING_METRICS and not goal.relative and goal.max_s is not None
-            and result.estimate_s > goal.max_s
-        )  # fmt: skip
-
-    undecided = [r.verdict is Verdict.INCONCLUSIVE and over_limit(r) for r in results]
-    if not any(undecided):
-        return results
-    runaway = runaway_phases(records, workload, burst_phases(workload))
-    decided = []
-    for result, candidate in zip(results, undecided, strict=True):
-        phase = result.objective.phase
-        queue = runaway.get(phase) if phase is not None else next(iter(runaway.values()), None)
-        if candidate and queue is not None:
-            result = dataclasses.replace(
-                result, verdict=Verdict.FAIL,
-                reason=f"{queue.describe()}; this run's estimate is past the limit, and the"
-                f" bounds alone cannot decide a run that is one long transient"
-                f" ({result.reason})",
-            )  # fmt: skip
-        decided.append(result)
-    return decided
 
 
 def _with_advice(result: ObjectiveResult, workload: Workload) -> ObjectiveResult:

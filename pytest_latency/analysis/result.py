@@ -17,6 +17,7 @@ from pytest_latency.analysis.objectives import (
     spent_confidence,
 )
 from pytest_latency.analysis.percentiles import DEFAULT_CONFIDENCE, percentile
+from pytest_latency.analysis.runaway import counted_tests
 from pytest_latency.analysis.samples import LATENCY_METRICS, metric_samples
 from pytest_latency.analysis.summary import (
     SUMMARY_METRICS,
@@ -170,9 +171,9 @@ class LatencyResult:
                     " pass them as separate arguments, e.g. assert_slo(*objectives)"
                 )
         if self.error_budget is not None:
-            confidence = self.error_budget.take(len(objectives), self.confidence)
+            confidence = self.error_budget.take(counted_tests(objectives), self.confidence)
         else:
-            confidence = objective_confidence(len(objectives), self.confidence)
+            confidence = objective_confidence(counted_tests(objectives), self.confidence)
         if self.until_decided is not None:
             confidence = self.until_decided.final_confidence(confidence)
         for objective in objectives:

@@ -21,6 +21,7 @@ from pytest_latency.analysis.baseline import Baseline, mismatches, run_keys, sto
 from pytest_latency.analysis.infrastructure import classify
 from pytest_latency.analysis.looks import stored_final_confidence
 from pytest_latency.analysis.objectives import decide_objectives
+from pytest_latency.analysis.runaway import counted_tests
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict, objective_confidence
 from pytest_latency.errors import BaselineKeyError, SpecError
 from pytest_latency.records import RequestRecord, StoredRun, write_runs
@@ -150,7 +151,7 @@ def judge_runs(
             history.append(baseline_runs(run, key, baseline, allow_baseline_mismatch))
         else:
             history.append(None)
-    confidence = objective_confidence(len(objectives))
+    confidence = objective_confidence(counted_tests(objectives))
     return [
         JudgedRun(
             run.test,

@@ -41,10 +41,11 @@ from pytest_latency.analysis.capacity import (
 )
 from pytest_latency.analysis.capacity_probe import (
     RUNAWAY_CHECK_S,
-    RUNAWAY_Z,
+    check_spans,
     decide_probe,
     decide_runaway,
     held_back,
+    queue_alpha,
     queue_evidence,
     saturated,
 )
@@ -240,16 +241,22 @@ class LiveSearch:
         probe_s = run.plan.workload.phases[-1].duration_s
         while not run.started_ns:  # noqa: ASYNC110 (the driver sets no event for time zero)
             await anyio.sleep(ENDED_POLL_S)
+        level = queue_alpha(len(self.criteria), confidences, probe_s, looks)
+        at_looks = {look * probe_s for look in looks}
+        due = [span for span in check_spans(probe_s, looks) if span not in at_looks]
         for index, (look, confidence) in enumerate(zip(looks, confidences, strict=True)):
             cutoff = warm_s + look * probe_s
             while (now := (time.perf_counter_ns() - run.started_ns) / 1e9) < cutoff:
-                await anyio.sleep(min(RUNAWAY_CHECK_S, cutoff - now))
-                if now - warm_s >= RUNAWAY_CHECK_S and saturated(
-                    run.records, rate, since_s=warm_s, z=RUNAWAY_Z
-                ):  # a runaway queue: fail the probe now
+                wake = min(cutoff, warm_s + due[0]) if due else cutoff  # the next check
+                await anyio.sleep(max(0.0, min(RUNAWAY_CHECK_S, wake - now)))
+                now = (time.perf_counter_ns() - run.started_ns) / 1e9
+                if not due or now - warm_s < due[0]:
+                    continue
+                due.pop(0)
+                if saturated(run.records, warm_s, now, level):  # a runaway queue: fail now
                     run.stop(f"capacity probe at {rate:g}/s: the queue ran away")
                     seen = _probe_records(run, cutoff=now)
-                    queue = queue_evidence(run.records, rate, warm_s, RUNAWAY_Z)
+                    queue = queue_evidence(run.records, warm_s, now, level)
                     shown = () if queue is None else (queue,)
                     runaway = (tuple(seen), confidence)
                     return _Decision({}, len(seen), True, shown, runaway=runaway)
@@ -262,7 +269,7 @@ class LiveSearch:
                 continue
             before = [r for r in run.records if r.intended_s < cutoff]  # warm-up too
             verdicts, evidence = await anyio.to_thread.run_sync(
-                self._decide, seen, before, rate, confidence
+                self._decide, seen, before, rate, confidence, level
             )
             # An early look stops on a fail only: a queue builds during a probe, so its
             # later part is never better than its earlier part, and an early pass could
@@ -292,11 +299,12 @@ class LiveSearch:
         before: Sequence[RequestRecord],
         rate: float,
         confidence: float,
+        level: float,
     ) -> tuple[dict[str, str], list[ProbeEvidence]]:
         """The objectives on ``seen`` pooled with earlier probes at ``rate``, at
         ``confidence`` (shared), and whether the queue ran away in the probe (in flight
         counted over ``before``, warm-up included, so that the probe's start is not
-        mistaken for growth)."""
+        mistaken for growth; tested at ``level``)."""
         return decide_probe(
             self.criteria,
             seen,
@@ -304,6 +312,7 @@ class LiveSearch:
             rate,
             confidence=confidence,
             warmup_s=self.spec.warmup_s,
+            queue_level=level,
             earlier=self._decided_at.get(rate, []),
         )
 

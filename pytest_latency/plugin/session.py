@@ -175,7 +175,7 @@ class LatencySession:
         from pytest_latency.analysis.planning import require_power
 
         workload = self.until_decided(self._seeded(workload, keep_seed), objectives)
-        powers = check_power(workload, objectives, self._objective_confidence(len(objectives)))
+        powers = check_power(workload, objectives, self._objective_confidence(objectives))
         allowed = self.options.allow_undecidable
         message = require_power(powers, test, allowed=allowed, sent=sent)
         if message is not None:
@@ -186,12 +186,12 @@ class LatencySession:
             warn_at(LatencyUndecidableWarning, message, first, locate)
         return powers
 
-    def _objective_confidence(self, count: int) -> float:
-        """Each of the next ``count`` objectives' confidence (not taken from the budget)."""
+    def _objective_confidence(self, objectives: Sequence[Objective]) -> float:
+        """Each of the next ``objectives``' confidence (not taken from the budget)."""
         from pytest_latency.analysis.objectives import planned_confidence
 
         budget = self.error_budget
-        return planned_confidence(count, None if budget is None else budget.decided)
+        return planned_confidence(objectives, None if budget is None else budget.decided)
 
     def until_decided(self, workload: Workload, objectives: Sequence[Objective]) -> Workload:
         """``workload`` with ``--latency-until-decided`` as its default budget."""
@@ -248,7 +248,7 @@ class LatencySession:
         drive = drive_plan(self.telemetry, self.options, self.progress, target, info)
         if workload.until_decided_s is None:
             return drive(fresh_plan(workload))
-        confidence = self._objective_confidence(len(objectives))
+        confidence = self._objective_confidence(objectives)
         rounds = Rounds(
             drive, workload, objectives, confidence=confidence, max_lag_s=self.options.max_lag_s
         )

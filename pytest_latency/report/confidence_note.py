@@ -24,7 +24,7 @@ def _shared_by(confidence: float) -> int | None:
 
 
 def confidence_note(runs: Sequence[LatencyResult]) -> str | None:
-    """``confidence: 99.667% = 99% shared by 3 objectives ...``; None without verdicts."""
+    """``confidence: 99.667% = 99% shared by 3 tests ...``; None without verdicts."""
     return note_for(result.confidence for run in runs for result in run.objective_results)
 
 
@@ -41,11 +41,12 @@ def note_for(confidences: Iterable[float]) -> str | None:
         if count == 1:
             parts.append(f"{confidence:.3%} = {total} for one objective")
         elif count is not None:
-            parts.append(f"{confidence:.3%} = {total} shared by {count} objectives")
+            parts.append(f"{confidence:.3%} = {total} shared by {count} tests")
         else:
             parts.append(f"{confidence:.3%} = a share of the {total} error budget")
     return (
-        "confidence: " + "; ".join(parts) + f" (the objectives decided together split the"
+        "confidence: " + "; ".join(parts) + " (the objectives decided together, and the"
+        " runaway check where one waits in the queue, split the"
         f" {1 - DEFAULT_CONFIDENCE:.0%} chance of a wrong verdict, so all of them hold"
         f" together at {total}; a session budget or until_decided looks spend it in"
         " smaller shares)"

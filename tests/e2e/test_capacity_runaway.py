@@ -57,7 +57,9 @@ def test_a_runaway_probe_shows_its_estimates_bounds_and_why(pytester: pytest.Pyt
     verdict = "fail" if goal["verdict"] == "fail" else f"inconclusive ({probe['stop_reason']})"
     terminal = result.stdout.str()
     assert f"ttft p90 <= 300ms: {verdict}" in re.sub(r"\s+", " ", terminal), terminal
-    assert "not decided at a look, no estimate" not in terminal
+    # (A probe stopped in seconds leaves budget for another, which the deadline may cut:
+    # that one is "not decided at a look"; the runaway probe's own lines never are.)
+    assert "not decided at a look, no estimate" not in terminal.split("probe-2 ")[0]
     assert f"probe-1: failures: cancelled={probe['cancelled']}" not in terminal
     assert f"{phase['unsent']} never sent (not failures)" in terminal
     page = (pytester.path / "latency.html").read_text()

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 
 from pytest_latency.analysis.capacity import ProbeResult
 from pytest_latency.analysis.capacity_probe import (
-    RUNAWAY_CHECK_S,
-    RUNAWAY_Z,
     SATURATION_LABEL,
+    check_spans,
     decide_probe,
+    queue_alpha,
     queue_evidence,
     saturated,
 )
@@ -48,25 +48,28 @@ class VirtualProbes:
         phases = [("warmup", rate, self.warmup_s), ("probe", rate, self.probe_s)]
         records = self.serve(phases, self.seed + 7919 * len(self.history))
         earlier = [seen for done, seen in self.history if done == rate]
-        checked = self.warmup_s + RUNAWAY_CHECK_S
+        level = queue_alpha(len(self.criteria), confidences, self.probe_s, looks)
+        at_looks = {look * self.probe_s for look in looks}
+        due = [s for s in check_spans(self.probe_s, looks) if s not in at_looks]
         for look, confidence in zip(looks, confidences, strict=True):
             cutoff = self.warmup_s + look * self.probe_s
-            while checked < cutoff:  # between looks, once a second, as a live probe does
+            while due and self.warmup_s + due[0] < cutoff:  # between looks, as a live probe
+                checked = self.warmup_s + due.pop(0)
                 before = [r for r in records if r.intended_s < checked]
-                if saturated(_as_of(before, checked), rate, self.warmup_s, RUNAWAY_Z):
+                if saturated(_as_of(before, checked), self.warmup_s, checked, level):
                     seen = [r for r in before if r.phase == "probe"]
                     labels = [goal.label for goal in self.criteria]
                     verdicts = {**dict.fromkeys(labels, "inconclusive"), SATURATION_LABEL: "fail"}
                     cost = checked + self.drain_s
-                    queue = queue_evidence(_as_of(before, checked), rate, self.warmup_s, RUNAWAY_Z)
+                    queue = queue_evidence(_as_of(before, checked), self.warmup_s, checked, level)
                     shown = () if queue is None else (queue,)
                     return ProbeResult(rate, len(seen), verdicts, True, cost, None, shown)
-                checked += RUNAWAY_CHECK_S
             seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
             before = [r for r in records if r.intended_s < cutoff]
             verdicts, evidence = decide_probe(
                 self.criteria, seen, before, rate,
-                confidence=confidence, warmup_s=self.warmup_s, earlier=earlier,
+                confidence=confidence, warmup_s=self.warmup_s, queue_level=level,
+                earlier=earlier,
             )  # fmt: skip
             last = look == looks[-1]
             if "fail" in verdicts.values() or last:  # early looks stop on a fail only

@@ -85,12 +85,14 @@ def replicates(
 @pytest.mark.parametrize(
     ("limit_s", "within", "held"),
     [
-        # The flip just over the capacity (27.2 req/s): measured 17 of 20 within 1.5x
-        # (34 of 40 over 40 seeds), 18 of 20 held the flip; the misses found no pass.
-        (3.0, 14, 15),
-        # The flip at 92% of the capacity (24.4 req/s): measured 16 of 20 within 1.5x
-        # (29 of 40), 18 of 20 held it.
-        (0.5, 13, 15),
+        # The flip just over the capacity (27.2 req/s): measured 14 of 20 within 1.5x,
+        # 16 of 20 held the flip; the misses found no pass. (17 and 18 with the queue
+        # check before issue 33, which called 8-33% of healthy probes near capacity
+        # runaway; its trend test now counts in the probe's alpha, and decides later.)
+        (3.0, 13, 15),
+        # The flip at 92% of the capacity (24.4 req/s): measured 9 of 20 within 1.5x,
+        # 14 of 20 held it (16 and 18 with the queue check before issue 33).
+        (0.5, 8, 13),
     ],
     ids=["ttft-3s", "ttft-500ms"],
 )
@@ -130,9 +132,13 @@ def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x() -> None:
     [
         # 18 minutes: measured 11 of 20 within 1.5x, 19 held the flip, none wrong (0 of
         # 20 within 1.5x before a budget bought repeats at one rate: docs/capacity.md).
-        (4, 1080.0, 9, 17),
+        # With the queue check inside alpha (issue 33): 2 of 20 within 1.5x, 8 held.
+        # Over a 4-slot server's capacity the queue grows ~1.3/s against arrivals'
+        # noise of ~3/s^0.5: only the objectives' looks can fail those probes fast.
+        (4, 1080.0, 1, 5),
         # 12 minutes: measured 15 of 20 within 1.5x, 19 held it (6 and 20 before).
-        (8, 720.0, 12, 16),
+        # With the queue check inside alpha (issue 33): 6 of 20 within 1.5x, 15 held.
+        (8, 720.0, 5, 14),
     ],
     ids=["4-slots-18m", "8-slots-12m"],
 )

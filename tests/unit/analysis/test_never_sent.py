@@ -119,7 +119,9 @@ def test_a_scope_with_nothing_sent_says_so() -> None:
         elapsed_s=5.0,
     )
     (result,) = fresh.evaluate([objective("ttft", p=50, max="1s")])
-    assert result.verdict.value == "inconclusive" and result.n == 0
+    # They were kept back by a saturation stop: overload, not a way out (issue 33).
+    assert result.verdict.value == "fail" and result.n == 0
+    assert result.reason.startswith("the queue ran away in phase load: its saturation stop")
     assert "none of the 22 requests" in result.reason and "was sent" in result.reason
 
 

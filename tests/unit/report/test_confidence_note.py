@@ -1,4 +1,5 @@
-"""The summary explains its confidence figures once: "99.667% = 99% shared by 3"."""
+"""The summary explains its confidence figures once: "99.750% = 99% shared by 4 tests"
+(the objectives and, where one waits in the queue, the runaway check)."""
 
 from __future__ import annotations
 
@@ -24,16 +25,17 @@ def test_three_objectives_decided_together_are_explained_once():
     runs = [_run(3), _run(3)]
     note = confidence_note(runs)
     assert note is not None
-    assert note.startswith("confidence: 99.667% = 99% shared by 3 objectives (")
+    assert note.startswith("confidence: 99.750% = 99% shared by 4 tests (")
+    assert "and the runaway check where one waits in the queue" in note
     text = "\n".join(format_summary(runs, width=400))
-    assert text.count("99.667% = 99% shared by 3 objectives") == 1
-    assert text.count("at 99.667% confidence") == 4  # each latency verdict keeps its figure
+    assert text.count("99.750% = 99% shared by 4 tests") == 1
+    assert text.count("at 99.750% confidence") == 4  # each latency verdict keeps its figure
 
 
 def test_each_figure_of_the_summary_is_explained():
     note = confidence_note([_run(1), _run(2)])
     assert note is not None
-    assert "99.500% = 99% shared by 2 objectives; 99.000% = 99% for one objective" in note
+    assert "99.667% = 99% shared by 3 tests; 99.500% = 99% shared by 2 tests" in note
 
 
 def test_no_verdict_no_note():
