@@ -204,7 +204,7 @@ def test_a_growing_queue_gets_no_advice_to_run_longer():
     workload = Workload(phases=(Phase("steady", rate=2.0, duration_s=120.0),))
     goal = objective("ttft", p=95, max="1s")
     advised = 0
-    for seed in range(20):
+    for seed in range(40):
         records = queue.records(1.1, 120.0, seed)
         (result,) = decide_objectives([goal], records, confidence=0.995, workload=workload)
         grew = phase_trends(records, workload, set(), ALPHA)["steady"].trend.t >= 1.0
@@ -212,4 +212,6 @@ def test_a_growing_queue_gets_no_advice_to_run_longer():
             assert "x as long" not in result.reason and "until_decided" not in result.reason
             assert "the bounds of a growing queue do not tighten with a longer run" in result.reason
             advised += "a phase about" in result.reason
-    assert advised >= 7  # 10 of the 20 grew with t >= 1, undecided: each got a length
+    # Sectioning FAILs most of these runs now; a few stay undecided with the
+    # queue visibly growing (6 of 40 when measured), and each of those gets a length.
+    assert advised >= 2
