@@ -33,6 +33,7 @@ from pytest_latency.records import (
     records_to_dicts,
     write_runs,
 )
+from pytest_latency.servers.environment import describe_environment
 from pytest_latency.spec.model import Objective
 
 
@@ -231,6 +232,7 @@ def run_dict(
             "cold_start_s": run.server.cold_start_s,
             "exited_during_run": run.server_exit,
         },
+        "environment": describe_environment(run.server),
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,

@@ -20,6 +20,7 @@ from pytest_latency._units import format_seconds
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.capacity_table import probe_count_cells
 from pytest_latency.report.confidence_note import note_for
+from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.evidence import failed_count
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
 from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
@@ -223,10 +224,17 @@ def invalid_lines(run: ReportRun) -> list[str]:
     ]
 
 
+def environment_lines(run: ReportRun) -> list[str]:
+    """Where the run ran (docs/environment.md); none for files from before it was kept."""
+    line = environment_line(run.section("environment"))
+    return [] if line is None else [f"Environment: {md_text(line, limit=1000)}", ""]
+
+
 def run_section(run: ReportRun) -> str:
     parts = [
         f"### {run_mark(run)}: {md_text(run.test, limit=1000)}",
         "",
+        *environment_lines(run),
         *invalid_lines(run),
         *verdict_lines(run),
         "",

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from pytest_latency.file_format import plugin_version
 from pytest_latency.sim.chunks import StreamChunks, reasoning_of
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import ServerTimings, State
@@ -63,6 +64,7 @@ class SimApp:
                 Route("/v1/completions", self.completions, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
+                Route("/version", self.version, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
             ],
             lifespan=self._lifespan,
@@ -97,6 +99,10 @@ class SimApp:
             "owned_by": "pytest-latency",
         }
         return JSONResponse({"object": "list", "data": [model]})
+
+    async def version(self, _request: Request) -> Response:
+        """What this server is, as vLLM's ``/version`` says it (docs/environment.md)."""
+        return JSONResponse({"version": f"pytest-latency-sim {plugin_version()}"})
 
     async def health(self, _request: Request) -> Response:
         if self.live.closed or not self.live.engine.is_ready(time.perf_counter()):

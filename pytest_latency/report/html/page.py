@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 
+from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.html import palette, svg
 from pytest_latency.report.html.breakdown import attribution_chart
 from pytest_latency.report.html.capacity import capacity_section
@@ -168,7 +169,11 @@ def _meta(run: ReportRun) -> str:
         f"{len(run.records)} requests in {took}",
         f"seed {run.section('seed')}" if run.section("seed") is not None else "",
     ]
-    return '<p class="meta">' + " · ".join(esc(part) for part in parts if part) + "</p>"
+    meta = '<p class="meta">' + " · ".join(esc(part) for part in parts if part) + "</p>"
+    environment = environment_line(run.section("environment"))
+    if environment is not None:
+        meta += f'<p class="meta"><strong>Environment:</strong> {esc(environment)}</p>'
+    return meta
 
 
 def _invalid(run: ReportRun) -> str:
