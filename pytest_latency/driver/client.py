@@ -24,6 +24,7 @@ from anyio.abc import TaskGroup
 from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.closed_loop import offered, run_user, users_of
 from pytest_latency.driver.drive_gc import quiet_gc, restore_gc
+from pytest_latency.driver.genai_conventions import GenAiTarget
 from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
@@ -200,6 +201,7 @@ class Run:
         return headers
 
     def _sender(self, transport: Transport) -> Sender:
+        target = self.target
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -218,6 +220,7 @@ class Run:
             secrets=() if self.target.api_key is None else (self.target.api_key,),
             record_content=self.target.record_content,
             continuous_usage_stats=self.target.continuous_usage_stats,
+            genai=GenAiTarget.of(target.base_url, target.model, target.api == "chat"),
         )
 
     def phase_stops(self) -> PhaseStops:

@@ -50,6 +50,7 @@ from opentelemetry.trace import Span
 
 from pytest_latency.driver.encoding import encoding_problem
 from pytest_latency.driver.errors import http_error_text, safe_text
+from pytest_latency.driver.genai_conventions import GenAiTarget
 from pytest_latency.driver.limits import REJECTED_STATUSES, ResponseLimits, check_deadline
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
 from pytest_latency.driver.sinks import ErrorSink, StreamSink
@@ -89,9 +90,13 @@ class Sender:
     finished: int = 0  # requests whose send ended (any status), for progress reports
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
+    # The run's operation, model and server in GenAI terms (span names and attributes).
+    genai: GenAiTarget | None = None
 
     def __post_init__(self) -> None:
         check_deadline(self.timeout_s)
+        if self.genai is None:
+            self.genai = GenAiTarget.of("", self.model, self.chat)
 
     def body(self, request: PlannedRequest, history: Sequence[tuple[str, str]] = ()) -> bytes:
         """The request body; ``history`` is a session's earlier (role, text) messages."""
@@ -132,7 +137,10 @@ class Sender:
         cold Python per send at low rates); :meth:`withdraw` undoes it if nothing is sent.
         """
         headers = dict(self.headers)
-        span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
+        assert self.genai is not None  # __post_init__
+        span, record.trace_id = self.spans.start(
+            planned_ns + self.clock_offset_ns, headers, self.genai.span_name
+        )
         return PreparedSend(headers, span, self.body(request, history))
 
     @staticmethod
@@ -169,7 +177,8 @@ class Sender:
         finally:
             if self.record_content:
                 record.prompt, record.content = request.prompt, "".join(answer or ())
-            finish_span(span, record, self.t0_ns + self.clock_offset_ns)
+            assert self.genai is not None  # __post_init__
+            finish_span(span, record, self.t0_ns + self.clock_offset_ns, self.genai)
             self.finished += 1
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.
             record.itl_s = np.asarray(record.itl_s, dtype=np.float64)
