@@ -125,7 +125,7 @@ class ClientMetrics:
             if failure is not None:
                 attributes[ERROR_TYPE] = failure
             self._record_one(record, attributes)
-        self._provider.force_flush(timeout_millis=round(EXPORT_TIMEOUT_S * 2000))
+        self._provider.force_flush(timeout_millis=round(EXPORT_TIMEOUT_S * 1000))
 
     def _record_one(self, record: RequestRecord, attributes: dict[str, str | int | bool]) -> None:
         e2e, ttft = record.e2e_s, record.ttft_s
