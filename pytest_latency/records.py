@@ -118,6 +118,11 @@ class RequestRecord:
     # chunks whose gaps are ``itl_s``) where the server's per-chunk usage says so (vLLM's
     # ``continuous_usage_stats``); None: not reported, one token per chunk was assumed.
     chunk_tokens: list[int] | None = None
+    # Retries of a rejected request (workload ``retry:``, docs/retries.md): one record
+    # whatever the attempts; its latency still counts from the first planned send.
+    attempts: int = 1  # sends of this request (1: never retried)
+    retry_after_s: float | None = None  # the last Retry-After the server gave, if any
+    retry_wait_s: float = 0.0  # waited between attempts, in all
 
     @property
     def ok(self) -> bool:
@@ -235,7 +240,9 @@ def records_to_dicts(
 _NOT_IN_BASELINES = ("itl_s", "prompt", "content")  # verdicts never read them
 # Null in most rows (no reasoning, no per-chunk usage): left out of a baseline row when
 # null, which reads back as the same default.
-_LEFT_OUT_WHEN_NULL = ("ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens")
+_LEFT_OUT_WHEN_NULL = (
+    "ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens", "retry_after_s",
+)  # fmt: skip
 _NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
 
 

@@ -12,6 +12,7 @@ deadline (plus the scheduling slack of the event loop) whatever the server does.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -221,6 +222,8 @@ class Run:
             record_content=self.target.record_content,
             continuous_usage_stats=self.target.continuous_usage_stats,
             genai=GenAiTarget.of(target.base_url, target.model, target.api == "chat"),
+            retry=self.plan.workload.retry,
+            retry_rng=random.Random(self.plan.workload.seed),  # jitter drawn as the plan is
         )
 
     def phase_stops(self) -> PhaseStops:

@@ -40,9 +40,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 import numpy as np
@@ -53,12 +55,14 @@ from pytest_latency.driver.errors import http_error_text, safe_text
 from pytest_latency.driver.genai_conventions import GenAiTarget
 from pytest_latency.driver.limits import REJECTED_STATUSES, ResponseLimits, check_deadline
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
+from pytest_latency.driver.retry import parse_retry_after, send_with_retries
 from pytest_latency.driver.sinks import ErrorSink, StreamSink
 from pytest_latency.driver.sse import StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.driver.transport import ExchangeFailure, Response, Transport, unreadable
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.secret import Secret, redact
+from pytest_latency.spec.traffic import Retry
 from pytest_latency.workload.plan import PlannedRequest
 
 
@@ -92,6 +96,8 @@ class Sender:
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
     # The run's operation, model and server in GenAI terms (span names and attributes).
     genai: GenAiTarget | None = None
+    retry: Retry | None = None  # retry rejected requests (driver/retry.py)
+    retry_rng: random.Random = field(default_factory=random.Random, repr=False)  # jitter
 
     def __post_init__(self) -> None:
         check_deadline(self.timeout_s)
@@ -173,7 +179,8 @@ class Sender:
             answer = []  # the text is kept only when asked for: it costs memory per request
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-                await self._exchange(record, content, headers, request.prompt, answer)
+                exchange = partial(self._exchange, record, content, headers, request.prompt, answer)
+                await send_with_retries(record, exchange, self.retry, deadline_ns, self.retry_rng)
         finally:
             if self.record_content:
                 record.prompt, record.content = request.prompt, "".join(answer or ())
@@ -263,6 +270,11 @@ class Sender:
             await response.read_body(sink)
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         record.error = http_error_text(code, bytes(sink.body), prompt)
+        if record.status is Status.REJECTED:
+            wait = parse_retry_after(
+                response.header("retry-after"), response.header("retry-after-ms")
+            )
+            record.retry_after_s = wait if wait is not None else record.retry_after_s
 
 
 def keep_reasoning(record: RequestRecord, state: StreamState, t0_ns: int) -> None:

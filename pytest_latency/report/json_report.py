@@ -20,6 +20,7 @@ from pytest_latency.analysis.baseline import SaveReport, merge_for_save, run_key
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.retries import retry_summary
 from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
@@ -136,6 +137,7 @@ def _phase(
         "throughput": None if throughput is None else throughput.to_json(),
         "throughput_window_s": window_s,  # analysis/throughput.py: start to last response
         "slot_wait_s": slot_wait_summary(records),  # null without max_concurrency
+        "retries": retry_summary(records),  # null when no request was retried
     }
 
 

@@ -15,6 +15,7 @@ from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.retries import retry_line
 from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE, PhaseSummary
@@ -77,7 +78,8 @@ def format_run(
             extra.insert(0, f"{summary.name}: {throughput.describe()}")
         if any(p.closed_loop for p in run.workload.phases if p.name == summary.name):
             extra.insert(0, f"{summary.name}: {CLOSED_LOOP_NOTE}")
-        for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
+        phase_records = run.phase_records(summary.name)
+        for line in [*extra, *slot_wait_line(phase_records), *retry_line(phase_records)]:
             lines.extend(wrap(line.strip(), width, "  "))
         if failed := _failures_line(summary):
             lines.extend(wrap(failed, width, "  "))

@@ -29,6 +29,7 @@ from pytest_latency.spec.phase import steady as steady  # re-exported
 from pytest_latency.spec.prompts import PromptSource
 from pytest_latency.spec.sessions import Prefix as Prefix  # re-exported
 from pytest_latency.spec.sessions import Sessions as Sessions  # re-exported
+from pytest_latency.spec.traffic import Retry as Retry  # re-exported
 from pytest_latency.spec.units import objective_limits
 
 Api = Literal["chat", "completions"]
@@ -88,10 +89,11 @@ class Workload:
     prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
     tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
     until_decided_s: float | None = None  # add episodes until decided, this long at most
+    retry: Retry | None = None  # retry rejected requests (spec/traffic.py)
 
     def __post_init__(self) -> None:
         self._check_phases()
-        for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
+        for name, kind in (("prefix", Prefix), ("sessions", Sessions), ("retry", Retry)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise check.FieldError(name, f"{name} must be a {kind.__name__}")
         if self.prompts is not None and not isinstance(self.prompts, PromptSource):
@@ -195,6 +197,7 @@ class Workload:
             **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             **({"until_decided": {"max_s": self.until_decided_s}} if self.until_decided_s else {}),
+            **({"retry": self.retry.to_json()} if self.retry is not None else {}),
             "phases": [phase.to_json() for phase in self.phases],
         }
 

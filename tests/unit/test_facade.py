@@ -26,6 +26,7 @@ EXPECTED = {
     "ObjectiveResult",
     "Phase",
     "RequestRecord",
+    "Retry",
     "ServerInfo",
     "ServerNotReady",
     "ServerSpec",

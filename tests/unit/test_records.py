@@ -30,6 +30,7 @@ DOCUMENTED = {
     "after_queue_s", "unattributed_s", "server_source", "input_tokens", "input_tokens_source",
     "max_tokens", "output_tokens", "output_tokens_source", "prompt_tokens", "cached_tokens",
     "session", "turn", "ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens",
+    "attempts", "retry_after_s", "retry_wait_s",
 }  # fmt: skip
 # Raw server reports: the telemetry join reads them before anything is written.
 NEVER_WRITTEN = {"server_timing", "stream_timings"}
