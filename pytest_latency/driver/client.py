@@ -223,6 +223,9 @@ class Run:
             continuous_usage_stats=self.target.continuous_usage_stats,
             genai=GenAiTarget.of(target.base_url, target.model, target.api == "chat"),
             retry=self.plan.workload.retry,
+            classes={
+                service_class.name: service_class for service_class in self.plan.workload.classes
+            },
             retry_rng=random.Random(self.plan.workload.seed),  # jitter drawn as the plan is
         )
 

@@ -62,7 +62,7 @@ from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.driver.transport import ExchangeFailure, Response, Transport, unreadable
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.secret import Secret, redact
-from pytest_latency.spec.traffic import Retry
+from pytest_latency.spec.traffic import Retry, ServiceClass
 from pytest_latency.workload.plan import PlannedRequest
 
 
@@ -97,6 +97,8 @@ class Sender:
     # The run's operation, model and server in GenAI terms (span names and attributes).
     genai: GenAiTarget | None = None
     retry: Retry | None = None  # retry rejected requests (driver/retry.py)
+    # The workload's service classes by name: their headers and ``priority`` per request.
+    classes: Mapping[str, ServiceClass] = field(default_factory=dict)
     retry_rng: random.Random = field(default_factory=random.Random, repr=False)  # jitter
 
     def __post_init__(self) -> None:
@@ -114,6 +116,9 @@ class Sender:
             body["prompt"] = "\n".join([*(text for _, text in history), request.prompt])
         body["max_tokens"] = request.output_tokens
         body["stream"] = True
+        service_class = self.classes.get(request.service_class or "")
+        if service_class is not None and service_class.priority is not None:
+            body["priority"] = service_class.priority  # vLLM's field; lower is served first
         # Usage on every chunk gives tokens per chunk; only servers known to accept the
         # key get it (others may refuse an unknown stream option).
         body["stream_options"] = (
@@ -143,6 +148,9 @@ class Sender:
         cold Python per send at low rates); :meth:`withdraw` undoes it if nothing is sent.
         """
         headers = dict(self.headers)
+        service_class = self.classes.get(request.service_class or "")
+        if service_class is not None:
+            headers.update((name.lower(), value) for name, value in service_class.headers)
         assert self.genai is not None  # __post_init__
         span, record.trace_id = self.spans.start(
             planned_ns + self.clock_offset_ns, headers, self.genai.span_name

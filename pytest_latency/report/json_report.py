@@ -17,6 +17,7 @@ from typing import Any
 from pytest_latency.analysis.attainment import phase_goodput
 from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.baseline import SaveReport, merge_for_save, run_keys
+from pytest_latency.analysis.classes import class_summaries
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.result import LatencyResult
@@ -152,6 +153,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "input_tokens": result.objective.input_tokens,
         "output_tokens": result.objective.output_tokens,
         "phase": result.objective.phase,
+        "class": result.objective.service_class,
         "verdict": result.verdict.value,
         "estimate_s": _number(result.estimate_s),
         "lower_s": _number(result.lower_s),
@@ -249,6 +251,11 @@ def run_dict(
             for summary in run.summaries()
         ],
         "objectives": [objective_dict(result) for result in run.objective_results],
+        **(
+            {"classes": class_summaries(run.records, run.workload, objectives)}
+            if run.workload.classes
+            else {}
+        ),
         "diagnosis": findings_to_json(run.diagnosis()),
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
+from pytest_latency.analysis.classes import class_lines, class_summaries
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.analysis.retries import retry_line
@@ -83,6 +84,9 @@ def format_run(
             lines.extend(wrap(line.strip(), width, "  "))
         if failed := _failures_line(summary):
             lines.extend(wrap(failed, width, "  "))
+    gates = [result.objective for result in run.objective_results]
+    for line in class_lines(class_summaries(run.records, run.workload, gates)):
+        lines.extend(wrap(line, width, "  "))
     lines.extend(_telemetry_lines(run, width))
     infrastructure = run.infrastructure()
     if infrastructure is not None:

@@ -131,13 +131,23 @@ class SimApp:
             )
         trace = self._trace(request, api, client_trace_id is not None)
         trace_id = client_trace_id or new_trace_id()
+        service_class = request.headers.get(self.config.class_header, "")
         ticket = self.live.submit(
-            gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace, gen.blocks
-        )
+            gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace, gen.blocks,
+            gen.priority, service_class,
+        )  # fmt: skip
         if ticket.state is State.UNAVAILABLE:
             return _error(503, "no replica is ready yet", "service_unavailable", "not_ready")
         if ticket.state is State.REJECTED:
-            response = _error(429, "the admission queue is full", "rate_limit_error", "queue_full")
+            full = self.live.engine.waiting >= self.config.max_queue
+            message = (
+                "the admission queue is full"
+                if full
+                else f"class {service_class} is over its share"
+            )
+            response = _error(
+                429, message, "rate_limit_error", "queue_full" if full else "over_share"
+            )
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
             return response
         return await self._respond(request, ticket, gen)

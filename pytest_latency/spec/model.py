@@ -30,6 +30,8 @@ from pytest_latency.spec.prompts import PromptSource
 from pytest_latency.spec.sessions import Prefix as Prefix  # re-exported
 from pytest_latency.spec.sessions import Sessions as Sessions  # re-exported
 from pytest_latency.spec.traffic import Retry as Retry  # re-exported
+from pytest_latency.spec.traffic import ServiceClass as ServiceClass  # re-exported
+from pytest_latency.spec.traffic import check_traffic
 from pytest_latency.spec.units import objective_limits
 
 Api = Literal["chat", "completions"]
@@ -90,10 +92,12 @@ class Workload:
     tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
     until_decided_s: float | None = None  # add episodes until decided, this long at most
     retry: Retry | None = None  # retry rejected requests (spec/traffic.py)
+    classes: tuple[ServiceClass, ...] = ()  # service classes by share (spec/traffic.py)
 
     def __post_init__(self) -> None:
         self._check_phases()
-        for name, kind in (("prefix", Prefix), ("sessions", Sessions), ("retry", Retry)):
+        check_traffic(self.retry, self.classes)
+        for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise check.FieldError(name, f"{name} must be a {kind.__name__}")
         if self.prompts is not None and not isinstance(self.prompts, PromptSource):
@@ -198,6 +202,7 @@ class Workload:
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             **({"until_decided": {"max_s": self.until_decided_s}} if self.until_decided_s else {}),
             **({"retry": self.retry.to_json()} if self.retry is not None else {}),
+            **({"classes": [c.to_json() for c in self.classes]} if self.classes else {}),
             "phases": [phase.to_json() for phase in self.phases],
         }
 
@@ -227,6 +232,7 @@ class Objective:
     min_value: float | None = None
     after: str | None = None
     limit_text: str | None = field(default=None, compare=False)  # max as written: "1s"
+    service_class: str | None = None  # scope: one service class (``class:``), None = all
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
@@ -235,6 +241,7 @@ class Objective:
         if (self.max_s is None) == (self.max_regression is None):
             raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
         check.text("phase", self.phase, what=f"objective {self.metric}: phase", optional=True)
+        check.text("service_class", self.service_class, what="objective class", optional=True)
         for name in ("input_tokens", "output_tokens"):
             bounds = getattr(self, name)
             if isinstance(bounds, list):
@@ -260,20 +267,10 @@ class Objective:
         if self.max_s is not None:
             check.number("max_s", self.max_s, above=0, at_most=MAX_DURATION_S, what=where + "max")
         if self.max_regression is not None:
-            check.number(
-                "max_regression",
-                self.max_regression,
-                at_least=0,
-                at_most=MAX_REGRESSION,
-                what=where + "max_regression",
-            )
-        check.number(
-            "min_change_s",
-            self.min_change_s,
-            at_least=0,
-            at_most=MAX_DURATION_S,
-            what=where + "min_change",
-        )
+            check.number("max_regression", self.max_regression, at_least=0,
+                         at_most=MAX_REGRESSION, what=where + "max_regression")  # fmt: skip
+        check.number("min_change_s", self.min_change_s, at_least=0, at_most=MAX_DURATION_S,
+                     what=where + "min_change")  # fmt: skip
         if self.min_change_s and self.max_regression is None:
             raise check.FieldError(
                 "min_change_s",
@@ -289,6 +286,7 @@ class Objective:
     def scope(self) -> str:
         """Which requests the objective is about: ``"steady, input 1-256"``, or ``""`` for all."""
         parts = [self.phase] if self.phase else []
+        parts += [f"class {self.service_class}"] if self.service_class else []
         if self.input_tokens:
             parts.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
         if self.output_tokens:
@@ -359,6 +357,7 @@ def objective(
     max_ms: float | None = None,
     max_fraction: float | None = None,
     min_change_s: float | None = None,
+    service_class: str | None = None,
     **gate: str | float | None,
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
@@ -368,13 +367,15 @@ def objective(
     ``max_ms=700``, ``max_fraction=0.01``. A bare number in ``max`` is a SpecError with
     the fix. ``max_regression``: a percentage against the baseline (``"10%"``), with
     ``min_change`` (or ``min_change_s``) an absolute floor (``"2ms"``; default none).
-    ``p`` is a percentile: 95, not 0.95. A SpecError is raised from here, not from the
+    ``p`` is a percentile: 95, not 0.95; ``service_class`` scopes it to one class (YAML
+    ``class:``). A SpecError is raised from here, not from the
     checks inside, so a traceback shows the caller's line."""
     try:
         check.choice("metric", metric, METRICS, what="objective metric")
         gate_fields = gates.gate_objective_fields(metric, max, max_s, max_ms, gate)
         if gate_fields is not None:
-            return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
+            return Objective(metric=cast(Metric, metric), phase=phase, p=p,
+                             service_class=service_class, **gate_fields)  # fmt: skip
         limits = objective_limits(
             metric,
             dict(max=max, max_s=max_s, max_ms=max_ms, max_fraction=max_fraction)
@@ -390,6 +391,7 @@ def objective(
             output_tokens=output_tokens,
             min_change_s=limits.min_change_s,
             limit_text=max.strip() if isinstance(max, str) and limits.max_s is not None else None,
+            service_class=service_class,
         )
     except SpecError as error:
         raise error.with_traceback(None) from None
