@@ -14,6 +14,7 @@ EXPECTED = {
     "PairedComparison",
     "RunFileError",
     "ServerStartError",
+    "ServiceClass",
     "LatencyInconclusiveWarning",
     "LatencyInfrastructureError",
     "LatencyObjectiveError",
