@@ -16,7 +16,10 @@ workload:
 objectives:
   - {{metric: ttft, p: 50, max: 1s, class: {name}}}
 """
-TWO = "[{name: premium, share: 20, priority: 0, headers: {x-priority: high}}, {name: batch, share: 80%}]"
+TWO = (
+    "[{name: premium, share: 20, priority: 0, headers: {x-priority: high}},"
+    " {name: batch, share: 80%}]"
+)
 
 
 def load(tmp_path: Path, classes: str, name: str = "premium"):  # type: ignore[no-untyped-def]
