@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 
+from pytest_latency.analysis.classes import class_lines
 from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.html import palette, svg
 from pytest_latency.report.html.breakdown import attribution_chart
@@ -173,6 +174,10 @@ def _meta(run: ReportRun) -> str:
     environment = environment_line(run.section("environment"))
     if environment is not None:
         meta += f'<p class="meta"><strong>Environment:</strong> {esc(environment)}</p>'
+    classes = run.section("classes")
+    if isinstance(classes, list) and classes:  # docs/service-classes.md
+        items = "".join(f"<li>{esc(line)}</li>" for line in class_lines(classes))
+        meta += f'<p class="meta"><strong>Service classes:</strong></p><ul>{items}</ul>'
     return meta
 
 

@@ -60,3 +60,20 @@ def test_gpus_are_counted_by_name() -> None:
 
 def test_a_file_without_an_environment_gives_no_header_line() -> None:
     assert environment_line(None) is None
+
+
+def test_service_classes_show_in_markdown_and_html_headers() -> None:
+    from pytest_latency.spec.model import ServiceClass
+
+    records = [lesson_record(0), lesson_record(1)]
+    records[0].service_class, records[1].service_class = "premium", "batch"
+    result = make_result(records, PHASES)
+    classes = (ServiceClass("premium", 0.5, 0), ServiceClass("batch", 0.5, 10))
+    result = dataclasses.replace(
+        result, workload=dataclasses.replace(result.workload, classes=classes)
+    )
+    runs = report_runs([result])
+    markdown = render_markdown(runs)
+    assert "**Service classes:**" in markdown
+    assert "- class premium (50%, priority 0): 1 offered, 1 completed, 0 failed" in markdown
+    assert "class batch (50%, priority 10)" in render_page(runs)
