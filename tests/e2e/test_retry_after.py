@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.json_schema import assert_valid_run_file
+from tests.helpers.retry_server import rejecting
 from tests.helpers.scripted_server import ScriptedServer
-from tests.unit.driver.test_retries import rejecting
 
 SPEC = """\
 server: {{url: "{url}", model: m}}

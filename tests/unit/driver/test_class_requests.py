@@ -6,8 +6,8 @@ import dataclasses
 
 from pytest_latency.driver import Target, run_plan
 from pytest_latency.spec.model import ServiceClass
+from tests.helpers.retry_server import OK
 from tests.helpers.scripted_server import ScriptedServer, plan_at
-from tests.unit.driver.test_retries import OK
 
 CLASSES = (
     ServiceClass("premium", 0.5, 0, (("X-Priority", "high"),)),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable
 from email.utils import formatdate
 
 import pytest
@@ -12,37 +11,8 @@ import pytest
 from pytest_latency.driver import RequestRecord, Status, Target, run_plan
 from pytest_latency.driver.retry import backoff_s, parse_retry_after
 from pytest_latency.spec.traffic import Retry
-from tests.helpers.scripted_server import (
-    DONE,
-    Script,
-    ScriptedServer,
-    Step,
-    chat_chunk,
-    plan_at,
-)
-
-OK = Script(steps=(Step(0, chat_chunk(role="assistant")), Step(0.005, chat_chunk("hi") + DONE)))
-
-
-def rejecting(
-    server: ScriptedServer, every: int, headers: tuple[tuple[str, str], ...]
-) -> Callable[[int], Script]:
-    """429 with ``headers`` to the first attempt of every ``every``-th request (by trace id:
-    a retry carries the same ``traceparent``), 200 to everything else."""
-    first_seen: dict[str, int] = {}
-
-    def script(_index: int) -> Script:
-        exchange = server.exchanges[-1]  # the exchange is logged before its script
-        trace = exchange.trace_id
-        if not exchange.headers.get("traceparent", "").endswith("-01"):
-            return OK  # not a measured request: the plugin's preflight sends it unsampled
-        retry = trace in first_seen
-        order = first_seen.setdefault(trace, len(first_seen))
-        if not retry and order % every == 0:
-            return Script(status=429, steps=(Step(0, b'{"error": "over share"}'),), headers=headers)
-        return OK
-
-    return script
+from tests.helpers.retry_server import rejecting
+from tests.helpers.scripted_server import Script, ScriptedServer, Step, plan_at
 
 
 def drive(server: ScriptedServer, times: list[float], retry: Retry | None) -> list[RequestRecord]:
