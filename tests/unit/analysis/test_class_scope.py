@@ -43,3 +43,18 @@ def test_the_class_summary_counts_and_percentiles_each_class() -> None:
     assert abs(premium["percentiles_s"]["ttft"]["p95"] - 0.05) < 1e-9
     assert batch["percentiles_s"]["ttft"]["p99"] is None  # the failed one is unbounded
     assert premium["goodput"][0]["good"] == 20 and batch["goodput"] == []
+
+
+def test_the_plan_check_counts_only_the_class_share() -> None:
+    import dataclasses
+
+    from pytest_latency.analysis.planning import planned_samples
+    from pytest_latency.workload import build_plan
+
+    plan = build_plan(dataclasses.replace(WORKLOAD, classes=(
+        ServiceClass("premium", 0.2, 0), ServiceClass("batch", 0.8, 10),
+    )))  # fmt: skip
+    premium = planned_samples(plan, objective("ttft", p=95, max="1s", service_class="premium"))
+    everyone = planned_samples(plan, objective("ttft", p=95, max="1s"))
+    assert everyone == len(plan.requests)
+    assert premium == sum(1 for r in plan.requests if r.service_class == "premium") < everyone / 2
