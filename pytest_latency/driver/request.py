@@ -21,6 +21,8 @@ Status rules (exactly one per offered request):
 A 2xx stream that ends properly without any content chunk (only ``[DONE]``, or a
 model that stopped at once) delivered nothing: ``http_error`` ("empty answer"), and so
 is a stream whose ``finish_reason`` is ``abort`` or ``error`` (the server gave up on it).
+With the workload's ``retry:`` a rejected request is sent again inside its own task
+(:mod:`.retry`): one record, its status the last attempt's.
 A status, once decided, is final: a 2xx stream that got ``[DONE]`` stays ``ok`` even if
 the connection then fails while the client reads the rest of the body.
 ``end_s`` is set when the body ended by itself (EOF or ``[DONE]``, or a payload that
@@ -65,6 +67,8 @@ from pytest_latency.secret import Secret, redact
 from pytest_latency.spec.traffic import Retry, ServiceClass
 from pytest_latency.workload.plan import PlannedRequest
 
+_UNSET_GENAI = GenAiTarget("", "")
+
 
 @dataclass(slots=True)
 class PreparedSend:
@@ -95,7 +99,7 @@ class Sender:
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
     # The run's operation, model and server in GenAI terms (span names and attributes).
-    genai: GenAiTarget | None = None
+    genai: GenAiTarget = _UNSET_GENAI  # made from model and api when not given
     retry: Retry | None = None  # retry rejected requests (driver/retry.py)
     # The workload's service classes by name: their headers and ``priority`` per request.
     classes: Mapping[str, ServiceClass] = field(default_factory=dict)
@@ -103,7 +107,7 @@ class Sender:
 
     def __post_init__(self) -> None:
         check_deadline(self.timeout_s)
-        if self.genai is None:
+        if self.genai is _UNSET_GENAI:
             self.genai = GenAiTarget.of("", self.model, self.chat)
 
     def body(self, request: PlannedRequest, history: Sequence[tuple[str, str]] = ()) -> bytes:
@@ -151,7 +155,6 @@ class Sender:
         service_class = self.classes.get(request.service_class or "")
         if service_class is not None:
             headers.update((name.lower(), value) for name, value in service_class.headers)
-        assert self.genai is not None  # __post_init__
         span, record.trace_id = self.spans.start(
             planned_ns + self.clock_offset_ns, headers, self.genai.span_name
         )
@@ -192,7 +195,6 @@ class Sender:
         finally:
             if self.record_content:
                 record.prompt, record.content = request.prompt, "".join(answer or ())
-            assert self.genai is not None  # __post_init__
             finish_span(span, record, self.t0_ns + self.clock_offset_ns, self.genai)
             self.finished += 1
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.
