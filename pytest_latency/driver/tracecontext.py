@@ -44,7 +44,12 @@ from opentelemetry.trace import (
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from pytest_latency.driver.genai_conventions import PHASE_ATTRIBUTE, GenAiTarget, span_attributes
+from pytest_latency.driver.genai_conventions import (
+    CLASS_ATTRIBUTE,
+    PHASE_ATTRIBUTE,
+    GenAiTarget,
+    span_attributes,
+)
 from pytest_latency.records import RequestRecord
 
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -115,6 +120,10 @@ def finish_span(
     )
     if record.http_status is not None:
         attributes["http.response.status_code"] = record.http_status
+    if record.service_class is not None:
+        attributes[CLASS_ATTRIBUTE] = record.service_class
+    if record.attempts > 1:
+        attributes["pytest_latency.attempts"] = record.attempts
     span.set_attributes(attributes)
     if record.first_token_s is not None:
         span.add_event("first_token", timestamp=epoch_offset_ns + round(record.first_token_s * 1e9))

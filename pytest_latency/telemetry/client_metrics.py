@@ -118,9 +118,8 @@ class ClientMetrics:
             if record.never_sent:  # never offered: not an operation
                 continue
             attributes = {**shared, PHASE_ATTRIBUTE: record.phase}
-            service_class = getattr(record, "service_class", None)
-            if service_class:
-                attributes[CLASS_ATTRIBUTE] = service_class
+            if record.service_class is not None:
+                attributes[CLASS_ATTRIBUTE] = record.service_class
             failure = error_type(record)
             if failure is not None:
                 attributes[ERROR_TYPE] = failure

@@ -139,3 +139,17 @@ def test_one_duration_point_per_ended_request_in_seconds_with_advised_buckets() 
     assert found["gen_ai.operation.name"] == "chat"
     assert found["gen_ai.request.model"] == "Qwen3-8B"
     assert found["server.port"] == 8000
+
+
+def test_data_points_carry_the_service_class() -> None:
+    with otlp_collector() as (url, collected):
+        meter = ClientMetrics(otlp_exporter(f"{url}/v1/traces"))
+        records = [completed(0), completed(1), completed(2)]
+        records[0].service_class = records[1].service_class = "premium"
+        meter.record(records, TARGET)
+        meter.shutdown()
+    counts = {
+        attributes(point.attributes).get("pytest_latency.class"): point.count
+        for point in collected.histogram_points(DURATION)
+    }
+    assert counts == {"premium": 2, None: 1}
