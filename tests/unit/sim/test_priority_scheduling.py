@@ -75,22 +75,29 @@ def test_a_priority_without_priority_scheduling_is_refused_as_vllm_refuses_it() 
 
 
 def test_a_class_over_its_share_gets_429_with_retry_after() -> None:
-    config = SimConfig(**SMALL, max_queue=6, class_shares="premium=50,batch=50")
-    # 4 slots + 6 queue places: each class may hold 5 requests at once
-    body = {"model": "sim-tiny", "prompt": "a b c", "max_tokens": 100}
+    config = SimConfig(
+        replicas=1, max_batch=5, max_queue=5, decode_base_s=0.01, decode_per_seq_s=0.0,
+        class_shares="premium=50,batch=50",
+    )  # fmt: skip
+    # 5 slots + 5 queue places: each class may hold 5 requests; 5 batch streams start at
+    # once (their 200 comes at admission) and hold their slots ~1 s, so the 6th is refused.
+    body = {"model": "sim-tiny", "prompt": "a b c", "max_tokens": 100, "stream": True}
 
     async def six_batch_then_premium(url: str) -> tuple[list[httpx.Response], httpx.Response]:
         async with httpx.AsyncClient(base_url=url, timeout=30) as client:
             batch = {"x-service-class": "batch"}
-            sent = [client.post("/v1/completions", json=body, headers=batch) for _ in range(6)]
-            # each holds its slot ~1 s: all six arrive long before the first one ends
-            answers = asyncio.gather(*sent)
-            await asyncio.sleep(0.2)
-            premium = await client.post(
-                "/v1/completions", json={**body, "max_tokens": 1},
+            requests = [
+                client.build_request("POST", "/v1/completions", json=body, headers=batch)
+                for _ in range(6)
+            ]
+            answers = await asyncio.gather(*(client.send(r, stream=True) for r in requests))
+            premium = await client.post(  # admitted whatever batch holds: its own share
+                "/v1/completions", json={**body, "max_tokens": 1, "stream": False},
                 headers={"x-service-class": "premium"},
             )  # fmt: skip
-            return list(await answers), premium
+            for answer in answers:
+                await answer.aread() if answer.status_code == 429 else await answer.aclose()
+            return answers, premium
 
     with SimServer(config) as sim:
         answers, premium = asyncio.run(six_batch_then_premium(sim.url))
