@@ -118,6 +118,14 @@ class RequestRecord:
     # chunks whose gaps are ``itl_s``) where the server's per-chunk usage says so (vLLM's
     # ``continuous_usage_stats``); None: not reported, one token per chunk was assumed.
     chunk_tokens: list[int] | None = None
+    # Retries of a rejected request (workload ``retry:``, docs/retries.md): one record
+    # whatever the attempts; its latency still counts from the first planned send.
+    attempts: int = 1  # sends of this request (1: never retried)
+    retry_after_s: float | None = None  # the last Retry-After the server gave, if any
+    retry_wait_s: float = 0.0  # waited between attempts, in all
+    # The workload's service class the request belongs to (``class`` in the JSON); None
+    # without classes.
+    service_class: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -193,6 +201,8 @@ _WRITTEN = tuple(
     if spec.name not in _NOT_WRITTEN and spec.name not in _GAPS_AND_CONTENT
 )
 _NUMBER_TYPES = frozenset({int, float})  # what JSON numbers parse to (bool is not one)
+# Fields whose JSON key is not their name (``class`` is a Python keyword).
+_JSON_KEYS = {"service_class": "class"}
 
 
 def record_to_dict(
@@ -207,7 +217,7 @@ def record_to_dict(
     """
     if summary is None:
         (summary,) = summarise([record.itl_s], [record.itl_summary])
-    row = {name: getattr(record, name) for name in _WRITTEN}
+    row = {_JSON_KEYS.get(name, name): getattr(record, name) for name in _WRITTEN}
     row["status"] = record.status.value
     row["itl_median_s"] = summary.median_s if summary else None
     row["itl_max_s"] = summary.max_s if summary else None
@@ -235,7 +245,9 @@ def records_to_dicts(
 _NOT_IN_BASELINES = ("itl_s", "prompt", "content")  # verdicts never read them
 # Null in most rows (no reasoning, no per-chunk usage): left out of a baseline row when
 # null, which reads back as the same default.
-_LEFT_OUT_WHEN_NULL = ("ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens")
+_LEFT_OUT_WHEN_NULL = (
+    "ttfo_s", "reasoning_tokens", "reasoning_s", "chunk_tokens", "retry_after_s",
+)  # fmt: skip
 _NANOSECOND_DIGITS = 9  # the client clock's resolution: rounding there loses nothing real
 
 
@@ -267,7 +279,7 @@ def record_from_dict(row: Mapping[str, Any]) -> RequestRecord:
         raise ValueError(f"a request must be an object, got {type(row).__name__}")
     values: dict[str, Any] = {}
     for name, read, required in _READERS:
-        value = read(row, name, required)
+        value = read(row, _JSON_KEYS.get(name, name), required)
         if value is not None:
             values[name] = value
     gaps = row.get("itl_s") or []

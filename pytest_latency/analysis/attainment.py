@@ -230,14 +230,15 @@ def phase_goodput(
     for objective in objectives:
         if objective.metric != "attainment" or duration_s <= 0:
             continue
-        good = good_mask(records, objective.thresholds)
+        scoped = [r for r in records if objective.service_class in (None, r.service_class)]
+        good = good_mask(scoped, objective.thresholds)
         tokens = sum(
-            record.output_tokens or 0 for record, hit in zip(records, good, strict=True) if hit
+            record.output_tokens or 0 for record, hit in zip(scoped, good, strict=True) if hit
         )
         rows.append(
             Goodput(
                 objective.label,
-                len(records),
+                len(scoped),
                 int(good.sum()),
                 float(good.sum()) / duration_s,
                 tokens / duration_s,

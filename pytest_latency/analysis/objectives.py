@@ -20,7 +20,7 @@ ERROR_CONTROLS: tuple[str, ...] = ("test", "session")
 
 
 def in_scope(records: Sequence[RequestRecord], objective: Objective) -> list[RequestRecord]:
-    """The requests an objective is about: its phase and planned token-length cohort,
+    """The requests an objective is about: its phase, class and planned token-length cohort,
     sent to the server (one never sent was never offered: no sample, no error)."""
     return [record for record in records if not record.never_sent and _in_cohort(record, objective)]
 
@@ -28,6 +28,7 @@ def in_scope(records: Sequence[RequestRecord], objective: Objective) -> list[Req
 def _in_cohort(record: RequestRecord, objective: Objective) -> bool:
     return (
         (objective.phase is None or record.phase == objective.phase)
+        and (objective.service_class is None or record.service_class == objective.service_class)
         and in_range(record.input_tokens, objective.input_tokens)
         and in_range(output_length(record), objective.output_tokens)
     )

@@ -140,6 +140,8 @@ def gives_sample(request: PlannedRequest, objective: Objective) -> bool:
     """Whether ``request`` is in the objective's scope and can have its metric."""
     if objective.phase is not None and request.phase != objective.phase:
         return False
+    if objective.service_class is not None and request.service_class != objective.service_class:
+        return False  # a class objective gets its class's share of the plan only
     if objective.metric in GAP_METRICS and request.output_tokens < 2:
         return False
     return in_range(request.input_tokens, objective.input_tokens) and in_range(

@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_latency.analysis.environment_diff import environment_differences
 from pytest_latency.analysis.percentiles import percentiles
 from pytest_latency.analysis.samples import metric_samples
 from pytest_latency.records import StoredRun
@@ -72,6 +73,8 @@ class TestComparison:
     offered: tuple[int, int]
     invalid: tuple[bool, bool]  # a side's generator fell behind or it was cut short
     throughput: tuple[ThroughputRow, ...] = ()
+    # What differed in where the two ran (GPUs, server version, model): compared anyway.
+    environment_warnings: tuple[str, ...] = ()
 
 
 def stored_throughput(run: StoredRun) -> dict[str, tuple[float, ...]]:
@@ -135,6 +138,7 @@ def compare_pair(
         (len(a.records), len(b.records)),
         (not a.valid, not b.valid),
         throughput_rows(a, b),
+        tuple(environment_differences(a.document, b.document)),
     )
 
 

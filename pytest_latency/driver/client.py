@@ -12,6 +12,7 @@ deadline (plus the scheduling slack of the event loop) whatever the server does.
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from anyio.abc import TaskGroup
 from pytest_latency.driver.client_load import ClientLoad
 from pytest_latency.driver.closed_loop import offered, run_user, users_of
 from pytest_latency.driver.drive_gc import quiet_gc, restore_gc
+from pytest_latency.driver.genai_conventions import GenAiTarget
 from pytest_latency.driver.limits import check_deadline
 from pytest_latency.driver.loop_monitor import LoopMonitor, monitored
 from pytest_latency.driver.pacing import sleep_until
@@ -200,6 +202,7 @@ class Run:
         return headers
 
     def _sender(self, transport: Transport) -> Sender:
+        target = self.target
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
@@ -218,6 +221,12 @@ class Run:
             secrets=() if self.target.api_key is None else (self.target.api_key,),
             record_content=self.target.record_content,
             continuous_usage_stats=self.target.continuous_usage_stats,
+            genai=GenAiTarget.of(target.base_url, target.model, target.api == "chat"),
+            retry=self.plan.workload.retry,
+            classes={
+                service_class.name: service_class for service_class in self.plan.workload.classes
+            },
+            retry_rng=random.Random(self.plan.workload.seed),  # jitter drawn as the plan is
         )
 
     def phase_stops(self) -> PhaseStops:

@@ -21,6 +21,8 @@ Status rules (exactly one per offered request):
 A 2xx stream that ends properly without any content chunk (only ``[DONE]``, or a
 model that stopped at once) delivered nothing: ``http_error`` ("empty answer"), and so
 is a stream whose ``finish_reason`` is ``abort`` or ``error`` (the server gave up on it).
+With the workload's ``retry:`` a rejected request is sent again inside its own task
+(:mod:`.retry`): one record, its status the last attempt's.
 A status, once decided, is final: a 2xx stream that got ``[DONE]`` stays ``ok`` even if
 the connection then fails while the client reads the rest of the body.
 ``end_s`` is set when the body ended by itself (EOF or ``[DONE]``, or a payload that
@@ -40,9 +42,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import anyio
 import numpy as np
@@ -50,15 +54,20 @@ from opentelemetry.trace import Span
 
 from pytest_latency.driver.encoding import encoding_problem
 from pytest_latency.driver.errors import http_error_text, safe_text
+from pytest_latency.driver.genai_conventions import GenAiTarget
 from pytest_latency.driver.limits import REJECTED_STATUSES, ResponseLimits, check_deadline
 from pytest_latency.driver.outcome import UNDECIDED, decide, decide_stream_end
+from pytest_latency.driver.retry import parse_retry_after, send_with_retries
 from pytest_latency.driver.sinks import ErrorSink, StreamSink
 from pytest_latency.driver.sse import StreamState
 from pytest_latency.driver.tracecontext import ClientSpans, finish_span
 from pytest_latency.driver.transport import ExchangeFailure, Response, Transport, unreadable
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.secret import Secret, redact
+from pytest_latency.spec.traffic import Retry, ServiceClass
 from pytest_latency.workload.plan import PlannedRequest
+
+_UNSET_GENAI = GenAiTarget("", "")
 
 
 @dataclass(slots=True)
@@ -89,9 +98,17 @@ class Sender:
     finished: int = 0  # requests whose send ended (any status), for progress reports
     # Epoch ns minus perf_counter ns, taken once: turns monotonic instants into span times.
     clock_offset_ns: int = field(default_factory=lambda: time.time_ns() - time.perf_counter_ns())
+    # The run's operation, model and server in GenAI terms (span names and attributes).
+    genai: GenAiTarget = _UNSET_GENAI  # made from model and api when not given
+    retry: Retry | None = None  # retry rejected requests (driver/retry.py)
+    # The workload's service classes by name: their headers and ``priority`` per request.
+    classes: Mapping[str, ServiceClass] = field(default_factory=dict)
+    retry_rng: random.Random = field(default_factory=random.Random, repr=False)  # jitter
 
     def __post_init__(self) -> None:
         check_deadline(self.timeout_s)
+        if self.genai is _UNSET_GENAI:
+            self.genai = GenAiTarget.of("", self.model, self.chat)
 
     def body(self, request: PlannedRequest, history: Sequence[tuple[str, str]] = ()) -> bytes:
         """The request body; ``history`` is a session's earlier (role, text) messages."""
@@ -103,6 +120,9 @@ class Sender:
             body["prompt"] = "\n".join([*(text for _, text in history), request.prompt])
         body["max_tokens"] = request.output_tokens
         body["stream"] = True
+        service_class = self.classes.get(request.service_class or "")
+        if service_class is not None and service_class.priority is not None:
+            body["priority"] = service_class.priority  # vLLM's field; lower is served first
         # Usage on every chunk gives tokens per chunk; only servers known to accept the
         # key get it (others may refuse an unknown stream option).
         body["stream_options"] = (
@@ -132,7 +152,12 @@ class Sender:
         cold Python per send at low rates); :meth:`withdraw` undoes it if nothing is sent.
         """
         headers = dict(self.headers)
-        span, record.trace_id = self.spans.start(planned_ns + self.clock_offset_ns, headers)
+        service_class = self.classes.get(request.service_class or "")
+        if service_class is not None:
+            headers.update((name.lower(), value) for name, value in service_class.headers)
+        span, record.trace_id = self.spans.start(
+            planned_ns + self.clock_offset_ns, headers, self.genai.span_name
+        )
         return PreparedSend(headers, span, self.body(request, history))
 
     @staticmethod
@@ -165,11 +190,12 @@ class Sender:
             answer = []  # the text is kept only when asked for: it costs memory per request
         try:
             with anyio.move_on_after((deadline_ns - time.perf_counter_ns()) / 1e9) as scope:
-                await self._exchange(record, content, headers, request.prompt, answer)
+                exchange = partial(self._exchange, record, content, headers, request.prompt, answer)
+                await send_with_retries(record, exchange, self.retry, deadline_ns, self.retry_rng)
         finally:
             if self.record_content:
                 record.prompt, record.content = request.prompt, "".join(answer or ())
-            finish_span(span, record, self.t0_ns + self.clock_offset_ns)
+            finish_span(span, record, self.t0_ns + self.clock_offset_ns, self.genai)
             self.finished += 1
             # A float64 array holds a 200-token stream's gaps in 1.6 KB, a list in ~6.5 KB.
             record.itl_s = np.asarray(record.itl_s, dtype=np.float64)
@@ -254,6 +280,11 @@ class Sender:
             await response.read_body(sink)
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         record.error = http_error_text(code, bytes(sink.body), prompt)
+        if record.status is Status.REJECTED:
+            wait = parse_retry_after(
+                response.header("retry-after"), response.header("retry-after-ms")
+            )
+            record.retry_after_s = wait if wait is not None else record.retry_after_s
 
 
 def keep_reasoning(record: RequestRecord, state: StreamState, t0_ns: int) -> None:

@@ -17,6 +17,10 @@ silently). With ``OTEL_SDK_DISABLED=true`` the SDK hands out no-op spans without
 request then still gets a ``traceparent`` of our own making (random W3C ids, sampled
 flag set), and only the client span itself is not recorded.
 
+Span names and attributes follow OpenTelemetry's GenAI semantic conventions
+(:mod:`.genai_conventions`): ``chat MODEL``, kind CLIENT, ``gen_ai.*`` request and usage
+attributes and ``error.type`` on failures; the ``pytest_latency.*`` attributes are extras.
+
 Span times: the span starts at the request's *planned* send time and ends when its
 response ended, the same boundary as the record's e2e. Monotonic instants are turned into
 epoch nanoseconds with one offset per run, never per request.
@@ -40,10 +44,15 @@ from opentelemetry.trace import (
 )
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from pytest_latency.driver.genai_conventions import (
+    CLASS_ATTRIBUTE,
+    PHASE_ATTRIBUTE,
+    GenAiTarget,
+    span_attributes,
+)
 from pytest_latency.records import RequestRecord
 
 _PROPAGATOR = TraceContextTextMapPropagator()
-SPAN_NAME = "pytest_latency.request"
 
 
 class ClientSpans:
@@ -60,15 +69,16 @@ class ClientSpans:
             self._provider.add_span_processor(BatchSpanProcessor(exporter))
         self._tracer = self._provider.get_tracer("pytest_latency.driver")
 
-    def start(self, start_epoch_ns: int, headers: dict[str, str]) -> tuple[Span, str]:
-        """A started span and its trace id (32 hex); ``traceparent`` is added to ``headers``."""
+    def start(self, start_epoch_ns: int, headers: dict[str, str], name: str) -> tuple[Span, str]:
+        """A started span named ``name`` (``chat MODEL``) and its trace id (32 hex);
+        ``traceparent`` is added to ``headers``."""
         if not self._recording:  # nothing would read the span: ids only
             span = self._own_ids()
             context = span.get_span_context()
             trace_id = format(context.trace_id, "032x")
             headers["traceparent"] = f"00-{trace_id}-{context.span_id:016x}-01"
             return span, trace_id
-        span = self._tracer.start_span(SPAN_NAME, kind=SpanKind.CLIENT, start_time=start_epoch_ns)
+        span = self._tracer.start_span(name, kind=SpanKind.CLIENT, start_time=start_epoch_ns)
         if not span.get_span_context().is_valid:  # OTEL_SDK_DISABLED: a no-op span
             span = self._own_ids()
         _PROPAGATOR.inject(headers, context=set_span_in_context(span))
@@ -90,25 +100,30 @@ class ClientSpans:
         self._provider.shutdown()
 
 
-def finish_span(span: Span, record: RequestRecord, epoch_offset_ns: int) -> None:
+def finish_span(
+    span: Span, record: RequestRecord, epoch_offset_ns: int, target: GenAiTarget
+) -> None:
     """Describe the finished request on its span and end it at the request's last instant.
 
     ``epoch_offset_ns`` turns run-relative seconds into epoch ns: ``offset + s * 1e9``.
     """
     if not span.is_recording():  # nothing is kept of it: skip the attributes
         return
-    attributes: dict[str, str | int | float] = {
-        "pytest_latency.request.id": record.id,
-        "pytest_latency.phase": record.phase,
-        "pytest_latency.status": record.status.value,
-        "pytest_latency.input_tokens": record.input_tokens,
-    }
+    attributes = span_attributes(record, target)
+    attributes.update(
+        {
+            "pytest_latency.request.id": record.id,
+            PHASE_ATTRIBUTE: record.phase,
+            "pytest_latency.status": record.status.value,
+            "pytest_latency.input_tokens": record.input_tokens,
+        }
+    )
     if record.http_status is not None:
         attributes["http.response.status_code"] = record.http_status
-    if record.ttft_s is not None:
-        attributes["gen_ai.latency.time_to_first_token"] = record.ttft_s
-    if record.output_tokens is not None:
-        attributes["gen_ai.usage.output_tokens"] = record.output_tokens
+    if record.service_class is not None:
+        attributes[CLASS_ATTRIBUTE] = record.service_class
+    if record.attempts > 1:
+        attributes["pytest_latency.attempts"] = record.attempts
     span.set_attributes(attributes)
     if record.first_token_s is not None:
         span.add_event("first_token", timestamp=epoch_offset_ns + round(record.first_token_s * 1e9))

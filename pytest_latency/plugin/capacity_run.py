@@ -52,6 +52,7 @@ from pytest_latency.analysis.capacity_probe import (
 from pytest_latency.driver import Run, Target
 from pytest_latency.driver.loop import run_on_loop
 from pytest_latency.plugin.capacity_timeline import ProbeRun
+from pytest_latency.plugin.session_drive import genai_target
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status
 from pytest_latency.spec.capacity import PROBE_PHASE, CapacitySpec
 from pytest_latency.spec.model import MAX_SEED, Objective, Workload
@@ -208,6 +209,7 @@ class LiveSearch:
         probe the whole grace period."""
         if self.telemetry is None:
             return None
+        self.telemetry.hub.export_client_metrics(records, genai_target(self.target))
         expect = self.telemetry.expect_spans and not self._spanless
         left = max(0.0, self._deadline - time.monotonic())
         joined = self.telemetry.hub.join(records, expect_spans=expect, max_wait_s=left)

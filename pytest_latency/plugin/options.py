@@ -87,7 +87,12 @@ FLAGS: tuple[_Flag, ...] = (
         "PATH",
     ),
     _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
-    _Flag("otlp-endpoint", "export client spans to this OTLP/HTTP collector", "URL"),
+    _Flag(
+        "otlp-endpoint",
+        "export client spans to this OTLP/HTTP traces URL, and GenAI client metrics to its"
+        " sibling /v1/metrics",
+        "URL",
+    ),
     _Flag(
         "otlp-grace",
         "how long to wait after a run for batched server spans (default 10s)",

@@ -16,6 +16,7 @@ from pytest_latency.telemetry.hub import TelemetryHub
 
 if TYPE_CHECKING:
     from pytest_latency.driver import DriveResult, Target
+    from pytest_latency.driver.genai_conventions import GenAiTarget
     from pytest_latency.driver.progress import ProgressListener
     from pytest_latency.plugin.rounds import Drive, Measured
     from pytest_latency.telemetry.join import JoinReport
@@ -99,6 +100,13 @@ def join_spans(
         return None, stop
 
 
+def genai_target(target: Target) -> GenAiTarget:
+    """The run's operation, model and server in the GenAI conventions' terms."""
+    from pytest_latency.driver.genai_conventions import GenAiTarget
+
+    return GenAiTarget.of(target.base_url, target.model, target.api == "chat")
+
+
 def stop_reason(stop: BaseException) -> str:
     """The JSON's ``interrupted_reason``: Ctrl-C or SIGTERM, or what stopped the test."""
     from pytest_latency.driver import RunAborted
@@ -125,6 +133,7 @@ def drive_plan(
         interrupted, outcome, series = drive_observed(
             telemetry, options, progress, plan, target, info.kind
         )
+        telemetry.export_client_metrics(outcome.records, genai_target(target))
         joined = None
         if interrupted is None:
             joined, interrupted = join_spans(telemetry, options, outcome, info)

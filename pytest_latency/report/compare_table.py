@@ -122,6 +122,7 @@ def format_comparison(comparison: Comparison, width: int) -> str:
     lines: list[str] = []
     for test in comparison.tests:
         lines.extend(_wrapped([_header(test)], width))
+        lines.extend(_wrapped([f"  warning: {text}" for text in test.environment_warnings], width))
         if test.rows:
             lines.extend(block_lines(test, width) or long_lines(test, width))
             lines.extend(throughput_lines(test.throughput, width))

@@ -17,9 +17,11 @@ from typing import Any
 from pytest_latency.analysis.attainment import phase_goodput
 from pytest_latency.analysis.attribution import Attribution, attribute
 from pytest_latency.analysis.baseline import SaveReport, merge_for_save, run_keys
+from pytest_latency.analysis.classes import class_summaries
 from pytest_latency.analysis.cohorts import summarise_cohorts
 from pytest_latency.analysis.diagnosis import findings_to_json
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.retries import retry_summary
 from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_summary
 from pytest_latency.analysis.summary import PhaseSummary
@@ -33,6 +35,7 @@ from pytest_latency.records import (
     records_to_dicts,
     write_runs,
 )
+from pytest_latency.servers.environment import describe_environment
 from pytest_latency.spec.model import Objective
 
 
@@ -135,6 +138,7 @@ def _phase(
         "throughput": None if throughput is None else throughput.to_json(),
         "throughput_window_s": window_s,  # analysis/throughput.py: start to last response
         "slot_wait_s": slot_wait_summary(records),  # null without max_concurrency
+        "retries": retry_summary(records),  # null when no request was retried
     }
 
 
@@ -149,6 +153,7 @@ def objective_dict(result: ObjectiveResult) -> dict[str, Any]:
         "input_tokens": result.objective.input_tokens,
         "output_tokens": result.objective.output_tokens,
         "phase": result.objective.phase,
+        "class": result.objective.service_class,
         "verdict": result.verdict.value,
         "estimate_s": _number(result.estimate_s),
         "lower_s": _number(result.lower_s),
@@ -232,6 +237,7 @@ def run_dict(
             "cold_start_s": run.server.cold_start_s,
             "exited_during_run": run.server_exit,
         },
+        "environment": describe_environment(run.server),
         "started_at_unix": run.started_at_unix,
         "elapsed_s": run.elapsed_s,
         "seed": run.workload.seed,
@@ -246,6 +252,11 @@ def run_dict(
             for summary in run.summaries()
         ],
         "objectives": [objective_dict(result) for result in run.objective_results],
+        **(
+            {"classes": class_summaries(run.records, run.workload, objectives)}
+            if run.workload.classes
+            else {}
+        ),
         "diagnosis": findings_to_json(run.diagnosis()),
         "cohorts": [cohort.to_json() for cohort in summarise_cohorts(run.records)],
         "server_timings": run.server_join.to_json() if run.server_join else None,

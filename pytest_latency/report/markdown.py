@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_latency._units import format_seconds
+from pytest_latency.analysis.classes import class_lines
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.capacity_table import probe_count_cells
 from pytest_latency.report.confidence_note import note_for
+from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.evidence import failed_count
 from pytest_latency.report.html.model import ReportRun, number, trace_link, ttft_rank
 from pytest_latency.report.html.tables import objective_label, objective_value, percentile_keys
@@ -223,14 +225,30 @@ def invalid_lines(run: ReportRun) -> list[str]:
     ]
 
 
+def classes_lines(run: ReportRun) -> list[str]:
+    """One line per service class (docs/service-classes.md); none without classes."""
+    rows = run.section("classes")
+    if not isinstance(rows, list) or not rows:
+        return []
+    return ["**Service classes:**", "", *(f"- {md_text(line)}" for line in class_lines(rows)), ""]
+
+
+def environment_lines(run: ReportRun) -> list[str]:
+    """Where the run ran (docs/environment.md); none for files from before it was kept."""
+    line = environment_line(run.section("environment"))
+    return [] if line is None else [f"Environment: {md_text(line, limit=1000)}", ""]
+
+
 def run_section(run: ReportRun) -> str:
     parts = [
         f"### {run_mark(run)}: {md_text(run.test, limit=1000)}",
         "",
+        *environment_lines(run),
         *invalid_lines(run),
         *verdict_lines(run),
         "",
         *latency_lines(run),
+        *classes_lines(run),
         *capacity_lines(run),
         *throughput_markdown(run.section("phases")),
         "**Slowest requests** (by time to first token, from the planned send):",

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 
 from pytest_latency.analysis.attainment import goodput_lines
 from pytest_latency.analysis.attribution import attribute, describe_attribution
+from pytest_latency.analysis.classes import class_lines, class_summaries
 from pytest_latency.analysis.diagnosis import CAVEAT, Finding, format_findings
 from pytest_latency.analysis.result import LatencyResult
+from pytest_latency.analysis.retries import retry_line
 from pytest_latency.analysis.samples import sent_records
 from pytest_latency.analysis.slots import slot_wait_line
 from pytest_latency.analysis.summary import CLOSED_LOOP_NOTE, PhaseSummary
@@ -77,10 +79,14 @@ def format_run(
             extra.insert(0, f"{summary.name}: {throughput.describe()}")
         if any(p.closed_loop for p in run.workload.phases if p.name == summary.name):
             extra.insert(0, f"{summary.name}: {CLOSED_LOOP_NOTE}")
-        for line in [*extra, *slot_wait_line(run.phase_records(summary.name))]:
+        phase_records = run.phase_records(summary.name)
+        for line in [*extra, *slot_wait_line(phase_records), *retry_line(phase_records)]:
             lines.extend(wrap(line.strip(), width, "  "))
         if failed := _failures_line(summary):
             lines.extend(wrap(failed, width, "  "))
+    gates = [result.objective for result in run.objective_results]
+    for line in class_lines(class_summaries(run.records, run.workload, gates)):
+        lines.extend(wrap(line, width, "  "))
     lines.extend(_telemetry_lines(run, width))
     infrastructure = run.infrastructure()
     if infrastructure is not None:

@@ -55,21 +55,6 @@ def wait_healthy(
     )
 
 
-def probe_version(base_url: str, api_key: Secret | None = None) -> str | None:
-    """The server's version where it says (vLLM ``/version``, TGI ``/info``); else None."""
-    with _client(1.0, api_key) as client:
-        for path in ("/version", "/info"):
-            try:
-                response = client.get(f"{base_url}{path}")
-                if response.status_code == 200:
-                    version = response.json().get("version")
-                    if isinstance(version, str) and version:
-                        return version
-            except (httpx.HTTPError, ValueError, AttributeError):
-                continue
-    return None
-
-
 def discover_model(base_url: str, timeout_s: float = 10.0, api_key: Secret | None = None) -> str:
     """The first model id from ``GET /v1/models``; ServerStartError when unreachable.
 

@@ -6,10 +6,11 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
-from pytest_latency.servers._http import discover_model, probe_version
+from pytest_latency.servers._http import discover_model
 from pytest_latency.servers.base import ServerInfo, ServerStartError
 from pytest_latency.servers.container import ContainerSpec, RunningContainer, run_container
 from pytest_latency.servers.kinds import BUILTIN_KINDS, ServerKind, builtin_kind
+from pytest_latency.servers.server_version import read_server_version
 from pytest_latency.spec.model import ServerSpec
 
 logger = logging.getLogger("pytest_latency.servers")
@@ -76,9 +77,7 @@ def start(spec: ServerSpec, kind: ServerKind) -> Iterator[ServerInfo]:
             details["gpus"] = container_spec.gpus
         if fallbacks:
             details["fallbacks"] = list(fallbacks)
-        version = probe_version(running.url)
-        if version:
-            details["version"] = version
+        details.update(read_server_version(running.url, spec.kind).to_json())
         yield ServerInfo(
             kind=spec.kind,
             url=running.url,

@@ -27,6 +27,7 @@ from pytest_latency.servers.container import (
     startup_timeout,
 )
 from pytest_latency.servers.kinds import ServerKind
+from pytest_latency.servers.server_version import read_server_version
 from pytest_latency.spec.model import ServerSpec
 
 # Must match sim/__main__.BANNER; not imported from there, to keep the server out of
@@ -121,12 +122,6 @@ def _exit_problem(process: subprocess.Popen[str]) -> str | None:
     return None if code is None else f"embedded server process exited with code {code}"
 
 
-def _version() -> str:
-    from importlib.metadata import version
-
-    return f"pytest-latency-sim {version('pytest-latency')}"
-
-
 @contextmanager
 def start(spec: ServerSpec) -> Iterator[ServerInfo]:
     """Run ``python -m pytest_latency.sim`` on an ephemeral loopback port until exit."""
@@ -146,7 +141,7 @@ def start(spec: ServerSpec) -> Iterator[ServerInfo]:
             api=spec.api,
             details={
                 "options": {k: v for k, v in spec.options.items() if k != "otlp_traces_endpoint"},
-                "version": _version(),
+                **read_server_version(url, "sim").to_json(),
             },
             cold_start_s=time.monotonic() - started,
             exports_spans=bool(spec.options.get("otlp_traces_endpoint")),

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pytest_latency.secret import Secret, from_environment
-from pytest_latency.servers._http import probe_version
 from pytest_latency.servers.base import ServerInfo, ServerStartError
+from pytest_latency.servers.server_version import read_server_version
 from pytest_latency.spec.model import ServerSpec
 
 API_KEY_OPTION = "api_key_env"
@@ -41,8 +41,7 @@ def attach(spec: ServerSpec) -> Iterator[ServerInfo]:
     key = api_key(spec)
     # The model is checked (or, when not given, learnt) by the preflight before each run.
     model = spec.model or ""
-    version = probe_version(base_url, api_key=key)
-    details: dict[str, object] = {"version": version} if version else {}
+    details: dict[str, object] = read_server_version(base_url, "url", api_key=key).to_json()
     if key is not None:
         details["api_key_env"] = key.name  # which variable, never its value
     yield ServerInfo(

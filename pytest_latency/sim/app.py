@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from pytest_latency.file_format import plugin_version
 from pytest_latency.sim.chunks import StreamChunks, reasoning_of
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.engine import ServerTimings, State
@@ -63,6 +64,7 @@ class SimApp:
                 Route("/v1/completions", self.completions, methods=["POST"]),
                 Route("/v1/models", self.models, methods=["GET"]),
                 Route("/health", self.health, methods=["GET"]),
+                Route("/version", self.version, methods=["GET"]),
                 Route("/metrics", self.metrics, methods=["GET"]),
             ],
             lifespan=self._lifespan,
@@ -98,6 +100,10 @@ class SimApp:
         }
         return JSONResponse({"object": "list", "data": [model]})
 
+    async def version(self, _request: Request) -> Response:
+        """What this server is, as vLLM's ``/version`` says it (docs/environment.md)."""
+        return JSONResponse({"version": f"pytest-latency-sim {plugin_version()}"})
+
     async def health(self, _request: Request) -> Response:
         if self.live.closed or not self.live.engine.is_ready(time.perf_counter()):
             return JSONResponse({"status": "starting"}, status_code=503)
@@ -125,13 +131,23 @@ class SimApp:
             )
         trace = self._trace(request, api, client_trace_id is not None)
         trace_id = client_trace_id or new_trace_id()
+        service_class = request.headers.get(self.config.class_header, "")
         ticket = self.live.submit(
-            gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace, gen.blocks
-        )
+            gen.prompt_tokens, gen.target_tokens, trace_id, gen.stream, trace, gen.blocks,
+            gen.priority, service_class,
+        )  # fmt: skip
         if ticket.state is State.UNAVAILABLE:
             return _error(503, "no replica is ready yet", "service_unavailable", "not_ready")
         if ticket.state is State.REJECTED:
-            response = _error(429, "the admission queue is full", "rate_limit_error", "queue_full")
+            full = self.live.engine.waiting >= self.config.max_queue
+            message = (
+                "the admission queue is full"
+                if full
+                else f"class {service_class} is over its share"
+            )
+            response = _error(
+                429, message, "rate_limit_error", "queue_full" if full else "over_share"
+            )
             response.headers["Retry-After"] = str(RETRY_AFTER_S)
             return response
         return await self._respond(request, ticket, gen)

@@ -13,6 +13,7 @@ DEFAULT_MODEL = "sim-tiny"
 #: ``parent``: the caller's sampled flag decides, as in vLLM (``vllm/tracing/otel.py``
 #: builds its TracerProvider with the SDK's default, parent-based sampler); ``all``.
 OTLP_SAMPLINGS = ("parent", "all")
+SCHEDULINGS = ("fcfs", "priority")  # vLLM's --scheduling-policy values
 
 
 def _opt(default: Any, help_text: str) -> Any:
@@ -58,6 +59,17 @@ class SimConfig:
     tokens_per_chunk: int = _opt(
         1, "output tokens per SSE chunk (several: speculative decoding, stream intervals)"
     )
+    scheduling: str = _opt(
+        "fcfs",
+        "fcfs, or priority as vLLM's --scheduling-policy priority: the request field"
+        " 'priority' (lower first) orders the queue and preempts running requests",
+    )
+    class_shares: str = _opt(
+        "",
+        "per-class admission shares, e.g. premium=70,batch=30 (percent of the server's"
+        " slots plus queue); a class over its share gets 429 with Retry-After; empty: none",
+    )
+    class_header: str = _opt("x-service-class", "the request header naming its class")
     otlp_traces_endpoint: str = _opt(
         "", "OTLP/HTTP URL (with /v1/traces) for vLLM-style request spans; empty: no export"
     )
@@ -97,11 +109,34 @@ class SimConfig:
                 f"SimConfig.otlp_sampling must be one of {', '.join(OTLP_SAMPLINGS)}, "
                 f"got {self.otlp_sampling!r}"
             )
+        if self.scheduling not in SCHEDULINGS:
+            raise ValueError(
+                f"SimConfig.scheduling must be one of {', '.join(SCHEDULINGS)}, got"
+                f" {self.scheduling!r}"
+            )
+        self.shares()  # a malformed class_shares fails at start, not on a request
         endpoint = self.otlp_traces_endpoint
         if endpoint and not endpoint.startswith(("http://", "https://")):
             raise ValueError(
                 f"SimConfig.otlp_traces_endpoint must be an http(s) URL, got {endpoint!r}"
             )
+
+    def shares(self) -> dict[str, float]:
+        """``class_shares`` as fractions by class name (empty: no per-class admission)."""
+        found: dict[str, float] = {}
+        for part in filter(None, (item.strip() for item in self.class_shares.split(","))):
+            name, _, percent = part.partition("=")
+            try:
+                share = float(percent.strip().rstrip("%")) / 100
+            except ValueError:
+                share = -1.0
+            if not name.strip() or not 0 < share <= 1:
+                raise ValueError(
+                    f"SimConfig.class_shares: expected NAME=PERCENT items such as"
+                    f" premium=70,batch=30, got {part!r}"
+                )
+            found[name.strip()] = share
+        return found
 
     def step_duration(self, batch_size: int, admitted_prompt_tokens: list[int]) -> float:
         """Seconds one engine step takes: decode for the whole batch plus new prefills

@@ -24,12 +24,14 @@ new work at its next step boundary, as a real engine does.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pytest_latency.sim.config import SimConfig
 from pytest_latency.sim.prefix_cache import PrefixCache
+from pytest_latency.sim.priority import next_waiting, over_share, to_preempt
 
 RECENT_RECORDS = 4096  # finished requests kept for inspection; bounded so memory is too
 
@@ -97,6 +99,9 @@ class Sequence:
     generated: int = 0
     replica: Replica | None = None
     blocks: tuple[int, ...] = ()  # the prompt's prefix-cache block hashes
+    priority: int = 0  # lower first under scheduling: priority (sim/priority.py)
+    resumed: bool = False  # preempted once: admitted again, it recomputes and goes on
+    service_class: str = ""  # from the class header, for per-class admission
 
     @property
     def id(self) -> int:
@@ -162,6 +167,12 @@ class Counters:
     cancelled: int = 0
     prompt_tokens: int = 0
     generation_tokens: int = 0
+    preempted: int = 0
+    over_share: int = 0  # refused with 429: its class held its share (class_shares)
+
+
+def _rank(seq: Sequence) -> tuple[int, float, int]:
+    return seq.priority, seq.timings.arrival, seq.id
 
 
 class Engine:
@@ -195,6 +206,8 @@ class Engine:
         target_tokens: int,
         trace_id: str = "",
         blocks: tuple[int, ...] = (),
+        priority: int = 0,
+        service_class: str = "",
     ) -> Admission:
         """Admit a request to the queue (or refuse it) and wake an idle replica.
 
@@ -211,6 +224,8 @@ class Engine:
             target_tokens=target_tokens,
             deadline=now + self.config.queue_timeout_s,
             blocks=blocks,
+            priority=priority,
+            service_class=service_class,
         )
         self.counters.arrived += 1
         if not self.is_ready(now):
@@ -219,8 +234,10 @@ class Engine:
             return Admission(seq, None, [])
         expired = self.expire_due(now)  # their places are free again
         idle = self._idle_replica()
-        if len(self.queue) >= self.config.max_queue and idle is None:
+        full = len(self.queue) >= self.config.max_queue and idle is None
+        if full or self._over_share(service_class):
             self.counters.rejected += 1
+            self.counters.over_share += not full
             self._close(seq, State.REJECTED, now)
             return Admission(seq, None, expired)
         timings.queue_enter = now
@@ -290,6 +307,15 @@ class Engine:
             self.cancel(seq, now)
         return live
 
+    def _over_share(self, service_class: str) -> bool:
+        shares = self.config.shares()
+        if service_class not in shares:
+            return False
+        live = [*self.queue, *(seq for replica in self.replicas for seq in replica.running)]
+        mine = sum(1 for seq in live if seq.service_class == service_class)
+        capacity = self.config.replicas * self.config.max_batch + self.config.max_queue
+        return over_share(service_class, shares, mine, capacity)
+
     def _idle_replica(self) -> Replica | None:
         for replica in self.replicas:
             if not replica.busy:
@@ -298,11 +324,18 @@ class Engine:
 
     def _begin_step(self, replica: Replica, now: float) -> Step | None:
         admitted: list[Sequence] = []
+        if self.config.scheduling == "priority":
+            for seq in to_preempt(replica.running, replica.slots, self.queue, _rank):
+                seq.state, seq.replica, seq.resumed = State.QUEUED, None, True
+                seq.deadline = math.inf  # admitted once: it waits for its turn, not a deadline
+                self.queue.append(seq)
+                self.counters.preempted += 1
         while self.queue and len(replica.running) < replica.slots:
-            seq = self.queue.popleft()
+            seq = next_waiting(self.queue, self.config.scheduling, _rank)
             seq.state = State.RUNNING
             seq.replica = replica
-            seq.timings.queue_exit = now
+            if not seq.resumed:  # the queue wait is the first one's, as vLLM reports it
+                seq.timings.queue_exit = now
             seq.timings.replica = replica.index
             replica.running.append(seq)
             admitted.append(seq)
@@ -323,7 +356,11 @@ class Engine:
             seq.timings.cached_tokens = cache.lookup(seq.timings.prompt_tokens, seq.blocks)
         for seq in admitted:
             cache.insert(seq.blocks)
-        return [seq.timings.prompt_tokens - seq.timings.cached_tokens for seq in admitted]
+        # A resumed request recomputes what it had generated too (recompute preemption).
+        return [
+            seq.timings.prompt_tokens - seq.timings.cached_tokens + seq.resumed * seq.generated
+            for seq in admitted
+        ]
 
     def _close(self, seq: Sequence, state: State, now: float) -> None:
         seq.state = state

@@ -66,9 +66,12 @@ class LiveEngine:
     def submit(
         self, prompt_tokens: int, target_tokens: int, trace_id: str, stream: bool,
         trace: RequestTrace | None = None, blocks: tuple[int, ...] = (),
+        priority: int = 0, service_class: str = "",
     ) -> Ticket:  # fmt: skip
         now = perf_counter()
-        admission = self.engine.submit(now, prompt_tokens, target_tokens, trace_id, blocks)
+        admission = self.engine.submit(
+            now, prompt_tokens, target_tokens, trace_id, blocks, priority, service_class
+        )
         ticket = Ticket(admission.sequence, stream, trace=trace)
         self._notify_final(admission.expired, EXPIRED)
         if ticket.state in (State.QUEUED, State.RUNNING):
@@ -103,6 +106,8 @@ class LiveEngine:
 
     def _begin(self, step: Step, first: bool) -> None:
         for seq in step.admitted_sequences:
+            if seq.resumed and seq.timings.first_token is not None:
+                continue  # back after a preemption: its stream simply goes on
             self.queue_time.observe(seq.timings.queue_wait_s or 0.0)
             ticket = self._tickets.get(seq.id)
             if ticket is not None:

@@ -59,6 +59,7 @@ class GenRequest:
     blocks: tuple[int, ...] = ()  # prefix-cache block hashes (none when the cache is off)
     # ``stream_options.continuous_usage_stats`` (vLLM): usage on every chunk.
     continuous_usage: bool = False
+    priority: int = 0  # vLLM's request field: lower is served first (scheduling: priority)
 
 
 def error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
@@ -119,9 +120,16 @@ def parse_request(body: object, api: Api, config: SimConfig, ordinal: int) -> Ge
         )
     blocks = block_hashes(words, config.prefix_block_tokens) if config.prefix_cache_blocks else ()
     continuous = stream and _continuous_usage(body)
+    priority = _int_field(body, "priority", 0, minimum=-(2**63))
+    if priority and config.scheduling != "priority":  # vLLM refuses it the same way
+        raise RequestError(
+            f"Got priority {priority} but priority scheduling is not enabled"
+            " (start the server with scheduling: priority)"
+        )
     return GenRequest(
-        api, stream, include_usage, prompt_tokens, max_tokens, target, blocks, continuous
-    )
+        api, stream, include_usage, prompt_tokens, max_tokens, target, blocks, continuous,
+        priority,
+    )  # fmt: skip
 
 
 def _chat_prompt_words(body: dict[str, Any]) -> list[str]:

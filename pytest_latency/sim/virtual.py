@@ -29,6 +29,8 @@ class Arrival:
     prompt_tokens: int
     output_tokens: int
     blocks: tuple[int, ...] = ()
+    priority: int = 0  # with scheduling: priority, lower goes first
+    service_class: str = ""  # for class_shares admission
 
     def __post_init__(self) -> None:
         if self.at_s < 0 or self.prompt_tokens < 0 or self.output_tokens < 1:
@@ -93,8 +95,9 @@ def simulate(
         if kind == _ARRIVE:
             assert isinstance(payload, Arrival)
             admission = engine.submit(
-                now, payload.prompt_tokens, payload.output_tokens, blocks=payload.blocks
-            )
+                now, payload.prompt_tokens, payload.output_tokens, blocks=payload.blocks,
+                priority=payload.priority, service_class=payload.service_class,
+            )  # fmt: skip
             seq = admission.sequence
             sent.append((payload, seq))
             if seq.state is State.QUEUED:

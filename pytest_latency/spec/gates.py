@@ -68,6 +68,8 @@ class _GateFields(Protocol):
     def min_value(self) -> float | None: ...
     @property
     def after(self) -> str | None: ...
+    @property
+    def scope(self) -> str: ...
 
 
 def canonical_threshold(name: str, metric: str = "attainment") -> str:
@@ -156,7 +158,7 @@ def gate_label(objective: _GateFields) -> str:
     if objective.metric == "capacity":
         return f"capacity >= {(objective.min_value or 0.0):g} req/s"
     limits = ", ".join(f"{name}<={seconds * 1e3:g}ms" for name, seconds in objective.thresholds)
-    where = f" [{objective.phase}]" if objective.phase else ""
+    where = f" [{objective.scope}]" if objective.scope else ""  # its phase, class, cohort
     return f"attainment({limits}) >= {(objective.min_value or 0.0):.1%}{where}"
 
 

@@ -29,6 +29,9 @@ from pytest_latency.spec.phase import steady as steady  # re-exported
 from pytest_latency.spec.prompts import PromptSource
 from pytest_latency.spec.sessions import Prefix as Prefix  # re-exported
 from pytest_latency.spec.sessions import Sessions as Sessions  # re-exported
+from pytest_latency.spec.traffic import Retry as Retry  # re-exported
+from pytest_latency.spec.traffic import ServiceClass as ServiceClass  # re-exported
+from pytest_latency.spec.traffic import check_traffic
 from pytest_latency.spec.units import objective_limits, outage_duration
 
 Api = Literal["chat", "completions"]
@@ -88,9 +91,12 @@ class Workload:
     prompts: PromptSource | None = None  # the user's dataset instead of made-up prompts
     tokenizer: Path | None = None  # a local tokenizer folder: prompts of exact token length
     until_decided_s: float | None = None  # add episodes until decided, this long at most
+    retry: Retry | None = None  # retry rejected requests (spec/traffic.py)
+    classes: tuple[ServiceClass, ...] = ()  # service classes by share (spec/traffic.py)
 
     def __post_init__(self) -> None:
         self._check_phases()
+        check_traffic(self.retry, self.classes)
         for name, kind in (("prefix", Prefix), ("sessions", Sessions)):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
                 raise check.FieldError(name, f"{name} must be a {kind.__name__}")
@@ -144,8 +150,7 @@ class Workload:
             if not isinstance(phase, Phase):
                 raise check.FieldError("phases", f"phases must be Phase objects, got {phase!r}")
         names = [phase.name for phase in self.phases]
-        duplicated = sorted({name for name in names if names.count(name) > 1})
-        if duplicated:
+        if duplicated := sorted({name for name in names if names.count(name) > 1}):
             raise SpecError(f"phase names must be unique, repeated: {', '.join(duplicated)}")
 
     @property
@@ -195,6 +200,8 @@ class Workload:
             **({"prompts": self.prompts.to_json()} if self.prompts is not None else {}),
             **({"tokenizer": self.tokenizer.name} if self.tokenizer is not None else {}),
             **({"until_decided": {"max_s": self.until_decided_s}} if self.until_decided_s else {}),
+            **({"retry": self.retry.to_json()} if self.retry is not None else {}),
+            **({"classes": [c.to_json() for c in self.classes]} if self.classes else {}),
             "phases": [phase.to_json() for phase in self.phases],
         }
 
@@ -203,12 +210,10 @@ class Workload:
 class Objective:
     """A latency objective on the requests in its scope.
 
-    Absolute: ``metric`` at percentile ``p`` must be <= ``max_s`` seconds. Relative:
+    Absolute: ``metric`` at percentile ``p`` <= ``max_s`` seconds (for ``error_rate`` no
+    ``p``, and ``max_s`` is the largest failed/offered fraction). Relative:
     ``max_regression`` (a fraction, 0.1 = 10%) against the same test in a baseline.
-    For ``error_rate``, ``p`` is unused and ``max_s`` is the largest failed/offered
-    fraction allowed. Scope: ``phase`` (None = all phases) and inclusive token ranges
-    ``input_tokens`` / ``output_tokens`` (a cohort).
-    """
+    Scope: ``phase``, ``service_class`` and token-range cohorts (None: all)."""
 
     metric: Metric
     max_s: float | None = None
@@ -225,6 +230,7 @@ class Objective:
     after: str | None = None
     outage_s: float | None = None  # error_rate: an unseen outage allowed for (seconds)
     limit_text: str | None = field(default=None, compare=False)  # max as written: "1s"
+    service_class: str | None = None  # scope: one service class (``class:``), None = all
 
     def __post_init__(self) -> None:
         check.choice("metric", self.metric, METRICS, what="objective metric")
@@ -235,6 +241,7 @@ class Objective:
         if (self.max_s is None) == (self.max_regression is None):
             raise SpecError(f"objective {self.metric}: give exactly one of max or max_regression")
         check.text("phase", self.phase, what=f"objective {self.metric}: phase", optional=True)
+        check.text("service_class", self.service_class, what="objective class", optional=True)
         for name in ("input_tokens", "output_tokens"):
             bounds = getattr(self, name)
             if isinstance(bounds, list):
@@ -262,25 +269,13 @@ class Objective:
         if self.max_s is not None:
             check.number("max_s", self.max_s, above=0, at_most=MAX_DURATION_S, what=where + "max")
         if self.max_regression is not None:
-            check.number(
-                "max_regression",
-                self.max_regression,
-                at_least=0,
-                at_most=MAX_REGRESSION,
-                what=where + "max_regression",
-            )
-        check.number(
-            "min_change_s",
-            self.min_change_s,
-            at_least=0,
-            at_most=MAX_DURATION_S,
-            what=where + "min_change",
-        )
+            check.number("max_regression", self.max_regression, at_least=0,
+                         at_most=MAX_REGRESSION, what=where + "max_regression")  # fmt: skip
+        check.number("min_change_s", self.min_change_s, at_least=0, at_most=MAX_DURATION_S,
+                     what=where + "min_change")  # fmt: skip
         if self.min_change_s and self.max_regression is None:
-            raise check.FieldError(
-                "min_change_s",
-                f"objective {self.metric}: min_change applies to max_regression only",
-            )
+            message = where + "min_change applies to max_regression only"
+            raise check.FieldError("min_change_s", message)
 
     @property
     def relative(self) -> bool:
@@ -291,6 +286,7 @@ class Objective:
     def scope(self) -> str:
         """Which requests the objective is about: ``"steady, input 1-256"``, or ``""`` for all."""
         parts = [self.phase] if self.phase else []
+        parts += [f"class {self.service_class}"] if self.service_class else []
         if self.input_tokens:
             parts.append(f"input {self.input_tokens[0]}-{self.input_tokens[1]}")
         if self.output_tokens:
@@ -363,6 +359,7 @@ def objective(
     min_change_s: float | None = None,
     outage: str | None = None,
     outage_s: float | None = None,
+    service_class: str | None = None,
     **gate: str | float | None,
 ) -> Objective:
     """An objective with units: ``objective("ttft", p=95, max="700ms", phase="steady")``.
@@ -372,13 +369,15 @@ def objective(
     bare number in ``max`` is a SpecError with the fix. ``max_regression``: a percentage
     (``"10%"``), with ``min_change`` (``min_change_s``) an absolute floor (``"2ms"``).
     ``p``: 95, not 0.95. ``outage="2s"`` (``outage_s``): an error_rate's unseen outage.
-    SpecErrors are raised from here, so a traceback shows the caller's line."""
+    ``service_class``: one class's requests (YAML ``class:``). SpecErrors are raised
+    from here, so a traceback shows the caller's line."""
     try:
         check.choice("metric", metric, METRICS, what="objective metric")
         unseen_outage_s = outage_duration(metric, outage, outage_s)
         gate_fields = gates.gate_objective_fields(metric, max, max_s, max_ms, gate)
         if gate_fields is not None:
-            return Objective(metric=cast(Metric, metric), phase=phase, p=p, **gate_fields)
+            return Objective(metric=cast(Metric, metric), phase=phase, p=p,
+                             service_class=service_class, **gate_fields)  # fmt: skip
         limits = objective_limits(
             metric,
             dict(max=max, max_s=max_s, max_ms=max_ms, max_fraction=max_fraction)
@@ -395,6 +394,7 @@ def objective(
             min_change_s=limits.min_change_s,
             outage_s=unseen_outage_s,
             limit_text=max.strip() if isinstance(max, str) and limits.max_s is not None else None,
+            service_class=service_class,
         )
     except SpecError as error:
         raise error.with_traceback(None) from None

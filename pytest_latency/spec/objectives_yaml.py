@@ -7,6 +7,7 @@ errors; an unknown phase gets a "did you mean" from the workload's phase names.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -28,6 +29,7 @@ OBJECTIVE_KEYS = (
     "max_regression",
     "min_change",
     "phase",
+    "class",  # a service class of the workload (spec/traffic.py)
     "input_tokens",
     "output_tokens",
     "outage",  # error_rate: an unseen outage allowed for (docs/specs.md)
@@ -53,9 +55,13 @@ def _parse_objective(
             check.choice("metric", metric, METRICS, what="objective metric")
         except check.FieldError as error:
             context.report(node.key_lines.get("metric", node.line), f"{key}.metric", str(error))
+    service_class = context.recover(
+        lambda: context.field(node, "class", key, check.as_text) if "class" in node else None,
+        None,
+    )
     if (gate := gate_objective(context, node, key, metric, phases)) is not None:
         context.check_since(mark)
-        return gate
+        return replace(gate, service_class=service_class)
 
     def optional(name: str, parse: Callable[[Any], T]) -> T | None:
         return context.field(node, name, key, parse) if name in node else None
@@ -91,6 +97,7 @@ def _parse_objective(
             output_tokens=values.get("output_tokens"),
             outage_s=values.get("outage"),
             limit_text=node["max"].strip() if isinstance(node.get("max"), str) else None,
+            service_class=service_class,
         ),
     )
 

@@ -1,10 +1,10 @@
 """Objectives checked against the plan before anything is sent.
 
-A phase the workload does not have, a cohort of token lengths no planned request can
-fall in, or a per-token metric on one-token answers cannot be decided by any run of
-the plan: saying so after the load wastes the run. The YAML loader reports these at
-each objective's line; the ``latency`` fixture checks the objectives given to
-``latency.run(..., objectives=...)`` and ``latency.plan(...)``.
+A phase or service class the workload does not have, a cohort of token lengths no
+planned request can fall in, or a per-token metric on one-token answers cannot be
+decided by any run of the plan: saying so after the load wastes the run. The YAML loader
+reports these at each objective's line; the ``latency`` fixture checks the objectives
+given to ``latency.run(..., objectives=...)`` and ``latency.plan(...)``.
 """
 
 from __future__ import annotations
@@ -59,6 +59,12 @@ def _problems(workload: Workload, goal: Objective) -> list[tuple[str, str]]:
                     f" workload's {key} are {_shown_range(planned)}",
                 )
             )
+    classes = [service_class.name for service_class in workload.classes]
+    if goal.service_class is not None and goal.service_class not in classes:
+        known = f"this workload has: {', '.join(classes)}" if classes else "it has no classes:"
+        hint = check.did_you_mean(goal.service_class, classes) if classes else ""
+        fix = "" if classes else " add them under workload: classes:"
+        problems.append(("class", f"unknown class {goal.service_class!r}; {known}{fix}{hint}"))
     if goal.metric in PER_TOKEN_METRICS and workload.output_tokens < 2:
         problem = (
             f"{goal.metric} is measured between tokens of one answer; the workload asks"

@@ -31,6 +31,7 @@ from pytest_latency.spec.phase_yaml import parse_phase
 from pytest_latency.spec.plan_scope import scope_problems
 from pytest_latency.spec.sessions import SESSION_KEYS, parse_session_keys
 from pytest_latency.spec.sources_yaml import SOURCE_KEYS, parse_sources
+from pytest_latency.spec.traffic import TRAFFIC_KEYS, parse_traffic_keys
 from pytest_latency.spec.yaml_context import SpecFileError as SpecFileError  # re-exported
 from pytest_latency.spec.yaml_context import YamlContext as _Context
 from pytest_latency.spec.yaml_lines import LineList as _List
@@ -68,6 +69,7 @@ _WORKLOAD_KEYS = (
     "until_decided",
     "phases",
     *SESSION_KEYS,  # prefix, sessions: spec_sessions.py
+    *TRAFFIC_KEYS,  # retry: spec/traffic.py
     *SOURCE_KEYS,  # prompts, tokenizer: spec_sources_yaml.py
 )
 _SERVER_KEYS = ("kind", "url", "model", "api", "options", "image", "gpus")
@@ -118,6 +120,7 @@ def _parse_workload(
     values = context.fields(node, "workload", {name: parse for name, (_, parse) in parsers.items()})
     options.update({parsers[name][0]: value for name, value in values.items()})
     options.update(context.recover(partial(parse_session_keys, context, node), {}))
+    options.update(context.recover(partial(parse_traffic_keys, context, node), {}))
     if "until_decided" in node:
         options["until_decided_s"] = context.recover(
             partial(_parse_until_decided, context, node), None

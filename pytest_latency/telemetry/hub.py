@@ -19,8 +19,10 @@ from pytest_latency.telemetry.settings import (
 )
 
 if TYPE_CHECKING:
+    from pytest_latency.driver.genai_conventions import GenAiTarget
     from pytest_latency.driver.tracecontext import ClientSpans
     from pytest_latency.records import RequestRecord
+    from pytest_latency.telemetry.client_metrics import ClientMetrics
     from pytest_latency.telemetry.join import JoinReport
     from pytest_latency.telemetry.prometheus import MetricsSeries
     from pytest_latency.telemetry.receiver import OtlpReceiver
@@ -51,6 +53,7 @@ class TelemetryHub:
         self.settings = settings
         self._receiver: OtlpReceiver | None = None
         self._spans: ClientSpans | None = None
+        self._metrics: ClientMetrics | None = None
 
     @property
     def receiver(self) -> OtlpReceiver:
@@ -88,6 +91,17 @@ class TelemetryHub:
                 exporter = OTLPSpanExporter(endpoint=self.settings.export_endpoint)
             self._spans = ClientSpans(exporter)
         return self._spans
+
+    def export_client_metrics(self, records: Sequence[RequestRecord], target: GenAiTarget) -> None:
+        """Send a run's GenAI client histograms to the sibling ``/v1/metrics`` of the span
+        export URL (telemetry/client_metrics.py); nothing without ``--latency-otlp-endpoint``."""
+        if not self.settings.export_endpoint:
+            return
+        if self._metrics is None:
+            from pytest_latency.telemetry.client_metrics import ClientMetrics, otlp_exporter
+
+            self._metrics = ClientMetrics(otlp_exporter(self.settings.export_endpoint))
+        self._metrics.record(records, target)
 
     @contextmanager
     def observe(self, base_url: str, server_kind: str) -> Iterator[Observation]:
@@ -142,6 +156,9 @@ class TelemetryHub:
         )  # fmt: skip
 
     def close(self) -> None:
+        if self._metrics is not None:
+            self._metrics.shutdown()
+            self._metrics = None
         if self._spans is not None:
             self._spans.shutdown()
             self._spans = None

@@ -40,6 +40,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from pytest_latency.driver.genai_conventions import (
+    GEN_AI_USAGE_INPUT_TOKENS,
+    GEN_AI_USAGE_OUTPUT_TOKENS,
+    TOKEN_ATTRIBUTE_ALIASES,
+)
 from pytest_latency.telemetry.timings import ServerTimings
 
 __all__ = (
@@ -64,11 +69,14 @@ _GEN_AI_DURATIONS: Mapping[str, str] = {
     "gen_ai.latency.time_in_model_decode": "decode_s",
     "gen_ai.latency.time_in_model_inference": "inference_s",
 }
+# Current and former names of each token count (the one adapter: driver/genai_conventions).
 _GEN_AI_TOKENS: Mapping[str, str] = {
-    "gen_ai.usage.prompt_tokens": "prompt_tokens",
-    "gen_ai.usage.input_tokens": "prompt_tokens",
-    "gen_ai.usage.completion_tokens": "completion_tokens",
-    "gen_ai.usage.output_tokens": "completion_tokens",
+    name: field
+    for current, field in (
+        (GEN_AI_USAGE_INPUT_TOKENS, "prompt_tokens"),
+        (GEN_AI_USAGE_OUTPUT_TOKENS, "completion_tokens"),
+    )
+    for name in (current, *TOKEN_ATTRIBUTE_ALIASES[current])
 }
 # SGLang derives these from the tokenizer's dispatch time: they contain queue wait.
 _SGLANG_UNATTRIBUTABLE = frozenset({"prefill_s", "inference_s"})

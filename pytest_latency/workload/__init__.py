@@ -10,6 +10,7 @@ import numpy as np
 
 from pytest_latency.spec.model import Phase, Workload
 from pytest_latency.workload.arrivals import arrival_times
+from pytest_latency.workload.classes import assign_classes
 from pytest_latency.workload.datasets import DatasetSampler, output_tokens
 from pytest_latency.workload.plan import Plan, PlannedRequest
 from pytest_latency.workload.prefixes import PrefixPlanner
@@ -148,4 +149,6 @@ def build_plan(workload: Workload, nonce: str | None = None) -> Plan:
         )
         for number in range(workload.warmup_requests)
     )
-    return Plan(workload=workload, requests=tuple(requests), warmup=warmup)
+    return Plan(
+        workload=workload, requests=tuple(assign_classes(requests, workload)), warmup=warmup
+    )

@@ -32,6 +32,7 @@ class PlannedRequest:
     # A closed-loop phase's user (unique in the plan): the request is sent when that user
     # is free, and dropped (never offered) if the phase ends first. None: open loop.
     user: int | None = None
+    service_class: str | None = None  # the workload's class it belongs to (classes:)
 
     def blank_record(self) -> RequestRecord:
         """The record this request starts with (cancelled, unsent), carrying what the plan
@@ -46,6 +47,7 @@ class PlannedRequest:
             session=self.session,
             turn=self.turn,
             input_tokens_source=self.input_tokens_source,
+            service_class=self.service_class,
         )
 
 

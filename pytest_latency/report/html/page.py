@@ -16,6 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from importlib.resources import files
 
+from pytest_latency.analysis.classes import class_lines
+from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.html import palette, svg
 from pytest_latency.report.html.breakdown import attribution_chart
 from pytest_latency.report.html.capacity import capacity_section
@@ -168,7 +170,15 @@ def _meta(run: ReportRun) -> str:
         f"{len(run.records)} requests in {took}",
         f"seed {run.section('seed')}" if run.section("seed") is not None else "",
     ]
-    return '<p class="meta">' + " · ".join(esc(part) for part in parts if part) + "</p>"
+    meta = '<p class="meta">' + " · ".join(esc(part) for part in parts if part) + "</p>"
+    environment = environment_line(run.section("environment"))
+    if environment is not None:
+        meta += f'<p class="meta"><strong>Environment:</strong> {esc(environment)}</p>'
+    classes = run.section("classes")
+    if isinstance(classes, list) and classes:  # docs/service-classes.md
+        items = "".join(f"<li>{esc(line)}</li>" for line in class_lines(classes))
+        meta += f'<p class="meta"><strong>Service classes:</strong></p><ul>{items}</ul>'
+    return meta
 
 
 def _invalid(run: ReportRun) -> str:

@@ -157,7 +157,7 @@ def test_traceparent_format_and_randomness() -> None:
     spans = ClientSpans()
     for _ in range(100):
         headers: dict[str, str] = {}
-        span, trace_id = spans.start(0, headers)
+        span, trace_id = spans.start(0, headers, "chat m")
         span.end()
         header = headers["traceparent"]
         assert re.fullmatch(r"[0-9a-f]{32}", trace_id)

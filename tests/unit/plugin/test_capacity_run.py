@@ -198,6 +198,9 @@ def test_after_a_probe_without_any_span_later_probes_do_not_wait_for_spans() -> 
             self.asked.append((expect_spans, max_wait_s))
             return JoinReport(requests=len(records), joined=0)
 
+        def export_client_metrics(self, records, target):  # type: ignore[no-untyped-def]
+            pass  # no --latency-otlp-endpoint
+
     hub = Hub()
     spec = CapacitySpec(rates=(5.0, 50.0), probe_s=3.0, budget_s=9.0)
     template = template_workload(spec, seed=3, input_tokens=(20, 20), output_tokens=20)

@@ -234,3 +234,12 @@ def test_traceparent_is_kept_per_request_and_logged_at_debug(
         for record in caplog.records
         if TRACE_ID in record.getMessage()
     )
+
+
+def test_version_names_the_embedded_server_as_vllm_names_itself(sim: SimServer) -> None:
+    from pytest_latency.file_format import plugin_version
+    from pytest_latency.servers.server_version import read_server_version
+
+    found = read_server_version(sim.url, "sim")
+    assert found.version == f"pytest-latency-sim {plugin_version()}"
+    assert found.source == "/version"

@@ -34,7 +34,7 @@ def traceparents(spans: ClientSpans, count: int) -> list[tuple[str, str]]:
     found = []
     for _ in range(count):
         headers: dict[str, str] = {}
-        span, trace_id = spans.start(1_000_000_000, headers)
+        span, trace_id = spans.start(1_000_000_000, headers, "chat m")
         span.end(end_time=2_000_000_000)
         found.append((headers["traceparent"], trace_id))
     return found
@@ -90,7 +90,7 @@ def test_without_an_exporter_spans_are_ids_only_and_every_traceparent_is_sampled
     sent = []
     for _ in range(50):
         headers: dict[str, str] = {}
-        span, trace_id = spans.start(1_000_000_000, headers)
+        span, trace_id = spans.start(1_000_000_000, headers, "chat m")
         assert not span.is_recording()
         version, header_trace, span_id, flags = headers["traceparent"].split("-")
         assert (version, header_trace, flags) == ("00", trace_id, "01")
