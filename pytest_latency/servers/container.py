@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +194,11 @@ class RunningContainer:
     _container: Any = field(repr=False)
     # Values to hide in the container's own log lines (a server may print its env).
     secrets: tuple[Secret, ...] = field(default=(), repr=False)
+
+    def run(self, command: Sequence[str]) -> tuple[int, str]:
+        """``docker exec``: the exit code and output of ``command`` in the container."""
+        code, output = self._container.exec_run(list(command))
+        return int(code), bytes(output or b"").decode("utf-8", "replace")
 
     def exit_problem(self) -> str | None:
         """Why the server is gone (exit code and last log lines), or None while it runs."""

@@ -16,8 +16,9 @@ Followed in vLLM's source: ``vllm/tracing/otel.py`` (the exporter by
 so ``OTEL_BSP_SCHEDULE_DELAY`` sets how long finished spans wait, 5 s by default),
 ``vllm/config/observability.py`` (without the OpenTelemetry packages, which images
 before early 2026 lack, ``--otlp-traces-endpoint`` is refused at start-up: "OpenTelemetry
-is not available"; such an image is started again without the endpoint, the reason
-recorded with the server) and ``vllm/envs.py`` (``VLLM_CPU_KVCACHE_SPACE`` is whole GiB;
+is not available"; vLLM 0.32 instead starts and fails at the first finished request, so
+``check_span_export`` asks the image once it answers; such an image is started again
+without the endpoint, the reason recorded with the server) and ``vllm/envs.py`` (``VLLM_CPU_KVCACHE_SPACE`` is whole GiB;
 ``VLLM_CPU_OMP_THREADS_BIND`` is a CPU list, ``auto`` or ``nobind``).
 """
 
@@ -34,6 +35,7 @@ from pytest_latency.servers.container import (
     Fallback,
     Listen,
     Network,
+    RunningContainer,
     Volume,
     extra_args,
     extra_env,
@@ -204,5 +206,47 @@ def _cpu(spec: ServerSpec, network: Network, listen: Listen, endpoint: str | Non
     )
 
 
+# Which Python serves vLLM (ours: /opt/vllm; the upstream image: the system's), and
+# whether it has the packages the span export imports; exit 1 and the error if not.
+_OTEL_PROBE = """
+for exe in /opt/vllm/bin/python python3 python; do
+  command -v "$exe" >/dev/null 2>&1 || continue
+  "$exe" -c '
+import importlib.util, sys
+if importlib.util.find_spec("vllm") is None:
+    sys.exit(3)
+try:
+    import opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter
+except ImportError as error:
+    print(error)
+    sys.exit(1)
+'
+  code=$?
+  [ "$code" = 3 ] || exit "$code"
+done
+exit 0
+"""
+
+
+def check_span_export(running: RunningContainer) -> None:
+    """Once the server answers: with span export on, its Python must have OpenTelemetry.
+
+    vLLM 0.32 (``vllm-cpu``) takes ``--otlp-traces-endpoint`` without the packages and
+    starts; the first finished request then fails in ``output_processor.do_tracing`` and
+    takes the engine down (every later request: HTTP 500). Older images refused the flag
+    at start-up. Either way the fallback starts the image again without the endpoint.
+    """
+    if not running.spec.exports_spans:
+        return
+    code, output = running.run(["sh", "-c", _OTEL_PROBE])
+    if code == 1:
+        raise ServerStartError(
+            f"{NO_OTEL_MARKERS[0]} in {running.spec.image} ({output.strip()}): vLLM would "
+            "fail its requests when exporting their spans"
+        )
+
+
 # vLLM exports OTLP/HTTP: the session points it at the plugin's receiver.
-KIND = ServerKind("vllm", container_spec, OPTIONS, exports_spans=True)
+KIND = ServerKind(
+    "vllm", container_spec, OPTIONS, exports_spans=True, after_start=check_span_export
+)

