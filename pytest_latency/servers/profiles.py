@@ -36,43 +36,34 @@ def runs_in_container(spec: ServerSpec) -> bool:
 @contextmanager
 def run_with_fallbacks(
     container_spec: ContainerSpec,
-    after_start: Callable[[RunningContainer], None] | None = None,
 ) -> Iterator[tuple[RunningContainer, tuple[str, ...]]]:
-    """Run ``container_spec`` (and ``after_start`` once it answers); when either fails
-    with a marker of its fallback in the error (an image refusing a flag, or lacking
-    what it needs), run the fallback instead. Yields the running container and the
-    reasons of the fallbacks taken (each attempt's container is removed before the
-    next)."""
+    """Run ``container_spec``; when it fails to start with a marker of its fallback in
+    the error (an image refusing a flag), run the fallback instead. Yields the running
+    container and the reasons of the fallbacks taken (each attempt's container is
+    removed before the next)."""
     reasons: list[str] = []
     with ExitStack() as stack:
         while True:
-            attempt = ExitStack()
             try:
-                running = attempt.enter_context(run_container(container_spec))
-                if after_start is not None:
-                    after_start(running)
+                running = stack.enter_context(run_container(container_spec))
+                break
             except ServerStartError as error:
-                attempt.close()
                 fallback = container_spec.fallback
                 if fallback is None or not fallback.applies(str(error)):
                     raise
                 reasons.append(fallback.reason)
                 logger.warning("%s: %s", container_spec.kind, fallback.reason)
                 container_spec = fallback.spec
-            except BaseException:
-                attempt.close()
-                raise
-            else:
-                stack.enter_context(attempt)
-                break
         yield running, tuple(reasons)
 
 
 @contextmanager
 def start(spec: ServerSpec, kind: ServerKind) -> Iterator[ServerInfo]:
     """Start ``kind``'s container for ``spec`` and yield the server it runs, until exit."""
-    with run_with_fallbacks(kind.build(spec), kind.after_start) as (running, fallbacks):
+    with run_with_fallbacks(kind.build(spec)) as (running, fallbacks):
         container_spec = running.spec
+        if kind.after_start is not None:
+            kind.after_start(running)
         model = container_spec.served_model or discover_model(running.url)
         details: dict[str, object] = {
             "image": container_spec.image,

