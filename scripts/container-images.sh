@@ -8,8 +8,9 @@
 # own command, `pytest-latency images build` (pytest_latency/servers/images.py), which is
 # what pip users run: one implementation. Each image carries a label with the hash of
 # what went into it; an image whose label matches is reused, so only the first run pays
-# for the llama.cpp build (~5 min on two cores) and the vLLM image (~2.5 min, 2.6 GB). Arguments go to the command (a kind,
-# --tag, --base-image python:3.11-slim --build-image debian:bookworm with a registry).
+# for the llama.cpp build (~5 min on two cores) and the vLLM image (~2.5-4 min, 2.6 GB).
+# Arguments go to the command (a kind, --tag, --base-image python:3.11-slim
+# --build-image debian:bookworm with a registry).
 # LATENCY_BUILD_PYTHON names a Python with this checkout installed (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -15,7 +15,7 @@ import pytest
 
 ENABLE_HINT = (
     "run `bash scripts/container-images.sh` (installs and starts Docker as root, builds "
-    "the images; llama.cpp takes ~5 min once, vLLM on CPU ~2.5 min)"
+    "the images; llama.cpp takes ~5 min once, vLLM on CPU ~3 min)"
 )
 
 
