@@ -4,9 +4,9 @@
 # On two cores the longest step is the image build (llama.cpp ~5-10 min, vLLM on CPU
 # ~2.5-4 min, once), so it runs in the background while ruff, mypy and the tests that
 # need no container run beside it, those with pytest-xdist (LATENCY_TEST_WORKERS
-# processes, default 2). The tests that must run alone come after the build, one at a time: `serial` ones (they
-# measure wall-clock time or the load generator's schedule), containers, Ray and the
-# browser. The tiers and their budgets are in docs/architecture.md ("Tests").
+# processes, default 2). The tests that must run alone come after the build, one at a
+# time: `serial` ones (they measure wall-clock time or the load generator's schedule),
+# containers, Ray and the browser. The tiers and their budgets are in docs/architecture.md ("Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
