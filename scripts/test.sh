@@ -6,7 +6,8 @@
 # need no container run beside it, those with pytest-xdist (LATENCY_TEST_WORKERS
 # processes, default 2). The tests that must run alone come after the build, one at a
 # time: `serial` ones (they measure wall-clock time or the load generator's schedule),
-# containers, Ray and the browser. The tiers and their budgets are in docs/architecture.md ("Tests").
+# containers, Ray and the browser. The tiers and their budgets are in
+# docs/architecture.md ("Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
