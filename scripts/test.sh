@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything and run the whole test suite (also what CI runs through .ci/run).
 #
-# On two cores the longest step is the llama.cpp image build (~5-10 min, once), so it
-# runs in the background while ruff, mypy and the tests that need no container run
-# beside it, those with pytest-xdist (LATENCY_TEST_WORKERS processes, default 2). The
-# tests that must run alone come after the build, one at a time: `serial` ones (they
-# measure wall-clock time or the load generator's schedule), containers, Ray and the
-# browser. The tiers and their budgets are in docs/architecture.md ("Tests").
+# On two cores the longest step is the image build (llama.cpp ~5-10 min, vLLM on CPU
+# ~2.5-4 min, once), so it runs in the background while ruff, mypy and the tests that
+# need no container run beside it, those with pytest-xdist (LATENCY_TEST_WORKERS
+# processes, default 2). The tests that must run alone come after the build, one at a
+# time: `serial` ones (they measure wall-clock time or the load generator's schedule),
+# containers, Ray and the browser. The tiers and their budgets are in
+# docs/architecture.md ("Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -19,8 +20,8 @@ bash scripts/browser.sh
 # The Ray cluster tests need Ray (the [ray] extra) and iproute2 (installed here under CI=true).
 bash scripts/ray.sh
 
-# The container tests need a Docker engine and the project's images (the llama.cpp
-# image builds once, then is reused). Under CI=true they must run, so a failed build
+# The container tests need a Docker engine and the project's images (llama.cpp and
+# vLLM build once, then are reused). Under CI=true they must run, so a failed build
 # fails the job; elsewhere they skip and say how to enable them.
 build_log="$(mktemp)"
 LATENCY_BUILD_PYTHON=.venv/bin/python bash scripts/container-images.sh >"$build_log" 2>&1 &

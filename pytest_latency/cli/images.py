@@ -1,4 +1,4 @@
-"""``pytest-latency images build [llamacpp|sim]``: the wiring over servers/images.py.
+"""``pytest-latency images build [llamacpp|sim|vllm]``: the wiring over servers/images.py.
 
 Apart from cli.py, whose commands work on saved runs: this one builds container images.
 """
@@ -41,8 +41,8 @@ def build_command(arguments: argparse.Namespace) -> int:
 def add_images(commands: Any) -> None:
     images = commands.add_parser(
         "images",
-        help="build the project's container images (llama.cpp, the embedded server)",
-        description="Container images for the llamacpp and sim server kinds.",
+        help="build the project's container images (llama.cpp, vLLM on CPU, the embedded server)",
+        description="Container images for the llamacpp, vllm (CPU) and sim server kinds.",
     )
     actions = images.add_subparsers(dest="action", required=True)
     build = actions.add_parser(
@@ -54,7 +54,7 @@ def add_images(commands: Any) -> None:
         "2: usage error.",
     )
     build.add_argument(
-        "kinds", nargs="*", type=_kind, metavar="KIND", help=f"{' or '.join(KINDS)} (default: both)"
+        "kinds", nargs="*", type=_kind, metavar="KIND", help=f"{', '.join(KINDS)} (default: all)"
     )
     build.add_argument("--tag", default=DEFAULT_TAG, help=f"image tag (default: {DEFAULT_TAG})")
     build.add_argument(

@@ -82,6 +82,9 @@ class ContainerSpec:
     startup_timeout_s: float = 120.0
     exports_spans: bool = False
     fallback: Fallback | None = None  # a second try when the image refuses this one
+    # Run in the container as soon as it runs (``docker exec``): exit 1 with a reason
+    # when the image cannot serve this spec (any other exit: the check could not run).
+    start_check: tuple[str, ...] = ()
 
     def docker_kwargs(self) -> dict[str, Any]:
         """docker-py ``containers.create`` arguments beyond image, command and env."""
@@ -307,6 +310,17 @@ def _start(container: Any, spec: ContainerSpec, secrets: dict[str, Secret]) -> N
         raise ServerStartError(failure)
 
 
+def _start_check(container: Any, spec: ContainerSpec) -> None:
+    """``spec.start_check`` in the started container: a reason in seconds, not after a
+    server that will fail its requests has loaded for a minute."""
+    if not spec.start_check:
+        return
+    code, output = container.exec_run(list(spec.start_check))
+    if code == 1:
+        reason = bytes(output or b"").decode("utf-8", "replace").strip()
+        raise ServerStartError(f"{spec.kind} server cannot start as {spec.describe()}: {reason}")
+
+
 def _remove(container: Any) -> None:
     """Force-remove; a failure here must not hide why the run ended."""
     try:
@@ -364,6 +378,7 @@ def run_container(spec: ContainerSpec) -> Iterator[RunningContainer]:
             _container=wrapped,
             secrets=tuple(secrets.values()),
         )
+        _start_check(wrapped, spec)
         running.cold_start_s = wait_healthy(
             running.url,
             spec.startup_timeout_s,

@@ -1,8 +1,9 @@
-"""``pytest-latency images build [llamacpp|sim]``: the project's images, no registry needed.
+"""``pytest-latency images build [llamacpp|sim|vllm]``: the project's images, no registry.
 
     pytest-latency/base:bookworm    debootstrap'd Debian (python3, a C++ toolchain)
     pytest-latency/sim:TAG          the embedded reference server (this package)
     pytest-latency/llamacpp:TAG     llama.cpp's llama-server with a tiny random model
+    pytest-latency/vllm:TAG         vLLM's engine on CPU with a tiny random Llama
 
 Each image carries the label ``pytest-latency.inputs`` (image_inputs.py); an image whose
 label matches is reused, so only the first build pays for llama.cpp (~5 minutes on two
@@ -35,13 +36,15 @@ from pytest_latency.servers.image_inputs import (
     source_tree,
 )
 
-KINDS: tuple[str, ...] = ("sim", "llamacpp")
+KINDS: tuple[str, ...] = ("sim", "llamacpp", "vllm")
 BASE_IMAGE = "pytest-latency/base:bookworm"
 BASE_PACKAGES = "python3,python3-venv,cmake,g++,make,ca-certificates"
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LLAMA_CPP_PYTHON = "0.3.36"
 LLAMA_CPP_PYTHON_SHA256 = "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e"
 DEFAULT_TAG = "local"
+GLIBC_MINOR = 36  # Debian bookworm's glibc 2.36: the newest manylinux wheels it runs
+VLLM_PYTHON = "3.11"  # containers/vllm/requirements.txt pins cp311 wheels
 
 
 def default_cache() -> Path:
@@ -86,9 +89,12 @@ def _tail(path: Path, lines: int) -> str:
 
 
 def _target_wheels(settings: BuildSettings) -> list[str]:
+    """pip download arguments for the wheels of the image's Python and this machine."""
     machine = os.uname().machine
-    platforms = [f"manylinux2014_{machine}", f"manylinux_2_28_{machine}"]
-    platforms.append(f"manylinux_2_34_{machine}")
+    # pip takes the tags given literally (no older glibc implied): every manylinux tag up
+    # to bookworm's glibc 2.36 (llguidance, for one, ships only manylinux_2_31).
+    platforms = [f"manylinux{legacy}_{machine}" for legacy in ("1", "2010", "2014")]
+    platforms += [f"manylinux_2_{glibc}_{machine}" for glibc in range(17, GLIBC_MINOR + 1)]
     arguments = ["--only-binary", ":all:", "--python-version", settings.image_python]
     arguments += ["--implementation", "cp"]
     for platform in platforms:
@@ -230,6 +236,41 @@ class ImageBuilder:
                        JOBS=str(os.cpu_count() or 2))  # fmt: skip
         settings.say(f"images: {image} ready")
 
+    def vllm(self, base: str, work: Path) -> None:
+        """vLLM on CPU: the wheels requirements.txt pins (checked by sha256) in the context."""
+        settings, image = self.settings, self.settings.image("vllm")
+        folder = containers_dir() / "vllm"
+        files = [folder / name for name in ("Dockerfile", "write_model.py", "requirements.txt")]
+        label = inputs_hash([Text(base), Text(self.label(base)), *files])
+        if self.label(image) != label:
+            if settings.image_python != VLLM_PYTHON:
+                raise ImageBuildError(
+                    f"the vLLM image's wheels are pinned for Python {VLLM_PYTHON}; the base "
+                    f"image has {settings.image_python}"
+                )
+            context = work / "vllm"
+            context.mkdir(parents=True)
+            for path in files:
+                shutil.copy(path, context)
+            self._vllm_wheels(folder / "requirements.txt", context / "wheels")
+            settings.say("images: the vLLM image takes a few minutes (about 2 GB installed)")
+            self.build(image, context, label, BASE_IMAGE=base)
+        settings.say(f"images: {image} ready")
+
+    def _vllm_wheels(self, requirements: Path, destination: Path) -> None:
+        """The pinned wheels, downloaded once into the cache (pip checks every sha256),
+        then linked into the build context."""
+        cache = self.settings.cache / "wheels-vllm"
+        self.settings.say("images: the vLLM wheels (about 750 MB, downloaded once)")
+        _pip(self.settings, "download", *_target_wheels(self.settings), "--no-deps",
+             "--require-hashes", "--dest", str(cache), "-r", str(requirements))  # fmt: skip
+        destination.mkdir()
+        for wheel in cache.glob("*.whl"):
+            try:
+                os.link(wheel, destination / wheel.name)
+            except OSError:  # the context is on another file system
+                shutil.copy(wheel, destination)
+
     def _sdist(self) -> Path:
         import hashlib
 
@@ -260,6 +301,8 @@ def build_images(kinds: Sequence[str], settings: BuildSettings, client: Any = No
             builder.sim(base, Path(work))
         if "llamacpp" in kinds:
             builder.llamacpp(base, build_image, Path(work))
+        if "vllm" in kinds:
+            builder.vllm(base, Path(work))
     # Rebuilt images leave their predecessors dangling: remove ours (only dangling ones).
     client.images.prune(filters={"dangling": True, "label": LABEL})
 

@@ -25,6 +25,8 @@ _NAMES: dict[str, dict[str, tuple[str, ...]]] = {
         "running": ("vllm:num_requests_running",),
         # vllm:gpu_cache_usage_perc is the name before 0.9 (deprecated since)
         "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        # A counter: requests evicted from the KV cache to be recomputed, so far.
+        "preemptions": ("vllm:num_preemptions_total",),
     },
     "tgi": {"waiting": ("tgi_queue_size",), "running": ("tgi_batch_current_size",)},
     "sglang": {

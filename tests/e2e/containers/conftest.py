@@ -15,7 +15,7 @@ import pytest
 
 ENABLE_HINT = (
     "run `bash scripts/container-images.sh` (installs and starts Docker as root, builds "
-    "the images; the llama.cpp image takes ~5 min once)"
+    "the images; llama.cpp takes ~5 min once, vLLM on CPU ~3 min)"
 )
 
 

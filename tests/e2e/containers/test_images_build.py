@@ -23,6 +23,9 @@ SHIPPED = (
     "pytest_latency/_containers/sim/Dockerfile",
     "pytest_latency/_containers/llamacpp/Dockerfile",
     "pytest_latency/_containers/llamacpp/write_model.py",
+    "pytest_latency/_containers/vllm/Dockerfile",
+    "pytest_latency/_containers/vllm/write_model.py",
+    "pytest_latency/_containers/vllm/requirements.txt",
 )
 
 
@@ -96,3 +99,15 @@ def test_import_folder_streams_a_root_filesystem_with_its_label(
     finally:
         with contextlib.suppress(Exception):
             docker_client.images.remove(image, force=True)
+
+
+def test_the_vllm_image_is_reused_while_its_inputs_are_unchanged(docker_client: Any) -> None:
+    # Built by scripts/container-images.sh from this checkout: the same inputs label, so
+    # the command downloads and builds nothing (it would take minutes).
+    require_image(docker_client, "pytest-latency/vllm:local")
+    image = docker_client.images.get("pytest-latency/vllm:local")
+    done = _run([sys.executable, "-m", "pytest_latency", "images", "build", "vllm"], cwd=ROOT)
+    assert "building" not in done.stdout and "wheels" not in done.stdout
+    assert "images: pytest-latency/vllm:local ready" in done.stdout
+    assert docker_client.images.get("pytest-latency/vllm:local").id == image.id
+    assert image.labels["pytest-latency.inputs"] and image.attrs["Size"] < 3_500_000_000

