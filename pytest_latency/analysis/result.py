@@ -48,7 +48,7 @@ class LatencyResult:
     started_at_unix: float
     elapsed_s: float
     confidence: float = DEFAULT_CONFIDENCE
-    inconclusive_policy: str = "warn"
+    inconclusive_policy: str = "fail"
     trace_url_template: str | None = None
     server_join: JoinReport | None = None  # how server durations were joined, if at all
     server_metrics: MetricsSeries | None = None  # /metrics scraped during the run

@@ -74,12 +74,16 @@ def enforce(
     failed = [result for result in results if result.verdict is Verdict.FAIL]
     undecided = [result for result in results if result.verdict is Verdict.INCONCLUSIVE]
     policy = run.inconclusive_policy
-    if policy == "fail":
+    heading = "latency objectives not met"
+    if policy == "fail" and undecided:
+        if not failed:  # nothing failed: say the run could not tell, and the way out
+            heading = (
+                "latency objectives undecided (the evidence cannot tell; each says what would"
+                " decide it; --latency-inconclusive warn lets an undecided test pass)"
+            )
         failed += undecided
     if failed:
-        raise LatencyObjectiveError(
-            failure_message(run, failed, "latency objectives not met", width)
-        )
+        raise LatencyObjectiveError(failure_message(run, failed, heading, width))
     if undecided and policy == "skip":
         pytest.skip(skip_reason(undecided))
     for result in undecided:

@@ -147,7 +147,8 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag("gpus", "GPUs for a container server: all, a count, or ids (device=1, 0,1)", "GPUS"),
     _Flag(
         "inconclusive",
-        "what an inconclusive objective does: warn (default), fail or skip",
+        "what an inconclusive objective does: fail (default: an undecided gate is not"
+        " green), warn (the test passes with a warning) or skip",
         "warn|fail|skip",
     ),
     _Flag(
@@ -321,7 +322,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         workers=_parsed_or("workers", text("workers"), count, 1),
         image=text("image"),
         gpus=_parsed("gpus", text("gpus"), parse_gpus),
-        inconclusive=_choice("inconclusive", text("inconclusive") or "warn", INCONCLUSIVE_POLICIES),
+        inconclusive=_choice("inconclusive", text("inconclusive") or "fail", INCONCLUSIVE_POLICIES),
         record_content=bool(_raw(config, "record-content")),
         api_key_env=_set_variable("api-key-env", text("api-key-env")),
         allow_undecidable=bool(_raw(config, "allow-undecidable")),

@@ -31,7 +31,7 @@ def test_without_flags_every_option_has_its_default(pytester: pytest.Pytester) -
         1,
         1,
     )
-    assert (read.inconclusive, read.error_control, read.ray_address) == ("warn", "test", None)
+    assert (read.inconclusive, read.error_control, read.ray_address) == ("fail", "test", None)
 
 
 def test_flags_are_parsed_and_a_zero_duration_is_kept_not_defaulted(
