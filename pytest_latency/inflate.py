@@ -45,6 +45,11 @@ class BoundedInflater:
         """The compressed stream ended (trailing bytes, if any, are not read)."""
         return self._zlib.eof
 
+    @property
+    def unused_data(self) -> bytes:
+        """Bytes after the end of the compressed stream."""
+        return self._zlib.unused_data
+
     def feed(self, data: bytes) -> list[bytes]:
         """The decoded pieces of ``data`` (each at most ``step`` bytes)."""
         pieces: list[bytes] = []
