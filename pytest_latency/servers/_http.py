@@ -45,18 +45,21 @@ def bounded_client(timeout: float | httpx.Timeout, api_key: Secret | None = None
     )
 
 
-def get_json(client: httpx.Client, url: str, deadline: float) -> tuple[int, object]:
-    """``GET url``: its status and its body parsed as JSON (None when it is not JSON).
+def get_json(client: httpx.Client, url: str, deadline: float) -> tuple[int, object, bytes]:
+    """``GET url``: its status, its body parsed as JSON (None when it is not JSON), and
+    the body itself (only the first 4 KiB when the status is not 200).
 
     Raises :class:`AnswerUnreadable` past a cap or the deadline, and httpx's errors.
     """
     with client.stream("GET", url) as response:
-        body = read_bounded(response, deadline, truncate=response.status_code != 200)
         status = response.status_code
+        if status != 200:
+            return status, None, read_bounded(response, deadline, 4096, truncate=True)
+        body = read_bounded(response, deadline)
     try:
-        return status, json.loads(body)
+        return status, json.loads(body), body
     except (ValueError, RecursionError):  # RecursionError: nesting thousands deep
-        return status, None
+        return status, None, body
 
 
 def _client(timeout_s: float, api_key: Secret | None = None) -> httpx.Client:
@@ -109,7 +112,7 @@ def probe_version(base_url: str, api_key: Secret | None = None) -> str | None:
     with _client(1.0, api_key) as client:
         for path in ("/version", "/info"):
             try:
-                status, body = get_json(client, f"{base_url}{path}", time.monotonic() + 2.0)
+                status, body, _ = get_json(client, f"{base_url}{path}", time.monotonic() + 2.0)
             except (httpx.HTTPError, AnswerUnreadable):
                 continue
             version = body.get("version") if isinstance(body, dict) else None
@@ -128,7 +131,7 @@ def discover_model(base_url: str, timeout_s: float = 10.0, api_key: Secret | Non
     url = f"{base_url}/v1/models"
     try:
         with _client(timeout_s, api_key) as client:
-            status, body = get_json(client, url, time.monotonic() + timeout_s)
+            status, body, _ = get_json(client, url, time.monotonic() + timeout_s)
     except httpx.TransportError as error:  # nobody answered: a model name would not help
         failure = f"cannot reach {url} ({type(error).__name__}: {shown(str(error), 200)})"
     except (httpx.HTTPError, AnswerUnreadable) as error:

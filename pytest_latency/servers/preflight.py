@@ -86,7 +86,7 @@ def _listed_models(
     __tracebackhide__ = True
     url = f"{base_url}/v1/models"
     try:
-        status, body = get_json(client, url, time.monotonic() + timeout_s)
+        status, body, text = get_json(client, url, time.monotonic() + timeout_s)
     except httpx.HTTPError as error:
         raise _not_ready(_transport_problem(error, base_url, url)) from None
     except AnswerUnreadable as error:
@@ -94,12 +94,15 @@ def _listed_models(
     if status in _UNLISTED and model is not None:
         return None
     if status != 200:
-        raise _not_ready(f"GET {url} got HTTP {status}")
+        raise _not_ready(f"GET {url} got HTTP {status}: {_excerpt(_text(text))}")
     entries = body.get("data") if isinstance(body, dict) else None
     if not isinstance(entries, list) or not all(
         isinstance(entry, dict) and isinstance(entry.get("id"), str) for entry in entries
     ):
-        raise _not_ready(f"GET {url} answered no model list ({{'data': [{{'id': ...}}]}})")
+        raise _not_ready(
+            f"GET {url} answered no model list ({{'data': [{{'id': ...}}]}}):"
+            f" {_excerpt(_text(text))}"
+        )
     return [entry["id"] for entry in entries]
 
 
@@ -213,6 +216,10 @@ def _transport_problem(error: httpx.HTTPError, base_url: str, url: str) -> str:
     if isinstance(error, httpx.TimeoutException):
         return f"no answer from {url} within the preflight timeout"
     return f"{type(error).__name__} at {url}: {shown(str(error), 200)}"
+
+
+def _text(body: bytes) -> str:
+    return body[: 8 * _MAX_BODY_CHARS].decode("utf-8", errors="replace")
 
 
 def _excerpt(text: str) -> str:
