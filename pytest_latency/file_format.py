@@ -78,8 +78,8 @@ def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
     """Write a ``pytest-latency/1`` document atomically; the folder is created if missing.
 
     Each request is one line (a 10,000-request run stays readable with ``grep`` and
-    small); a name ending in ``.gz`` is gzipped. OSError or ValueError (a non-finite
-    number) leave any earlier file as it was.
+    small); a name ending in ``.gz`` is gzipped; a non-finite number is written as null.
+    OSError leaves any earlier file as it was.
     """
     document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
     data = encode(document, gzipped=path.name.endswith(".gz"))
@@ -116,9 +116,25 @@ def replacing(path: Path, mode: Literal["w", "wb"] = "w") -> Iterator[IO[Any]]:
 
 
 def encode(document: Mapping[str, Any], *, gzipped: bool = False) -> bytes:
-    """The document's bytes; ValueError for a non-finite number (JSON has none)."""
-    data = _dumps(document).encode("utf-8")
+    """The document's bytes, strict JSON: a non-finite number (JSON has none) is written
+    as ``null``, so one bad value never costs the whole file."""
+    try:
+        text = _dumps(document)
+    except ValueError:  # rare: only then is the document walked
+        text = _dumps(finite_or_null(document))
+    data = text.encode("utf-8")
     return gzip.compress(data, mtime=0) if gzipped else data
+
+
+def finite_or_null(value: Any) -> Any:
+    """``value`` with every non-finite float (inf, nan) replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(item) for item in value]
+    return value
 
 
 def decode(data: bytes, max_bytes: int = MAX_FILE_BYTES) -> Any:

@@ -47,7 +47,9 @@ class Status(StrEnum):
     CANCELLED = "cancelled"
 
 
-TokenSource = Literal["usage", "chunks"]
+# "implausible": the server's usage count was over the request's max_tokens (or absurd);
+# output_tokens is the count of chunks instead, and the request has no TPOT.
+TokenSource = Literal["usage", "chunks", "implausible"]
 # How a request's planned ``input_tokens`` was counted: exactly, by a tokenizer, or as an
 # estimate (one word per token); the server's count, when reported, is ``prompt_tokens``.
 InputTokenSource = Literal["tokenizer", "estimate"]
@@ -171,8 +173,11 @@ class RequestRecord:
 
     @property
     def tpot_s(self) -> float | None:
-        """(e2e - ttft) / (output_tokens - 1), per request; None when undefined."""
+        """(e2e - ttft) / (output_tokens - 1), per request; None when undefined, and when
+        the server's token count was implausible."""
         if self.first_token_s is None or self.end_s is None or not self.output_tokens:
+            return None
+        if self.output_tokens_source == "implausible":
             return None
         if self.output_tokens < 2:
             return None

@@ -238,7 +238,11 @@ class Sender:
         if state.timings is not None:
             record.stream_timings = state.timings
         record.prompt_tokens, record.cached_tokens = state.prompt_tokens, state.cached_tokens
-        if state.usage_tokens is not None:
+        if state.usage_tokens is not None and implausible_tokens(state.usage_tokens, record):
+            # A count over the request's own cap (or absurd): the chunks are counted
+            # instead, and the record says so; TPOT leaves the request out.
+            record.output_tokens, record.output_tokens_source = state.chunks, "implausible"
+        elif state.usage_tokens is not None:
             record.output_tokens, record.output_tokens_source = state.usage_tokens, "usage"
         else:
             record.output_tokens, record.output_tokens_source = state.chunks, "chunks"
@@ -253,6 +257,16 @@ class Sender:
             await response.read_body(sink)
         record.end_s = (time.perf_counter_ns() - self.t0_ns) / 1e9
         record.error = http_error_text(code, bytes(sink.body), prompt)
+
+
+#: More output tokens than any one response carries: a count past it is not believed.
+ABSURD_TOKENS = 10_000_000
+
+
+def implausible_tokens(count: int, record: RequestRecord) -> bool:
+    """A server's ``usage.completion_tokens`` over the request's ``max_tokens``, or absurd."""
+    cap = record.max_tokens if record.max_tokens is not None else ABSURD_TOKENS
+    return count > min(cap, ABSURD_TOKENS)
 
 
 def keep_reasoning(record: RequestRecord, state: StreamState, t0_ns: int) -> None:
