@@ -54,6 +54,9 @@ class Target:
     # keep tokens per chunk; only for servers that accept it (vLLM, see
     # :data:`CONTINUOUS_USAGE_KINDS`).
     continuous_usage_stats: bool = False
+    # The high half of every request's trace id (16 hex digits; None: all random): the
+    # OTLP receiver keeps the run's own spans apart from anyone else's by it.
+    trace_prefix: str | None = None
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:

@@ -29,9 +29,14 @@ from pytest_latency.plugin.option_values import (
     trace_url,
 )
 from pytest_latency.plugin.sizes import parse_size
+from pytest_latency.secret import Secret, from_environment
 from pytest_latency.servers.kinds import CONTAINER_KINDS, KindLookup, is_known, unknown_kind
 from pytest_latency.spec.model import ServerSpec, parse_gpus
-from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, DEFAULT_METRICS_INTERVAL_S
+from pytest_latency.telemetry.settings import (
+    DEFAULT_GRACE_S,
+    DEFAULT_METRICS_INTERVAL_S,
+    OTLP_TOKEN_VARIABLE,
+)
 
 _T = TypeVar("_T")
 INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
@@ -88,6 +93,12 @@ FLAGS: tuple[_Flag, ...] = (
     ),
     _Flag("otlp-receiver", "where the plugin listens for server spans (OTLP/HTTP)", "HOST:PORT"),
     _Flag("otlp-endpoint", "export client spans to this OTLP/HTTP collector", "URL"),
+    _Flag(
+        "otlp-token",
+        "the OTLP receiver accepts only posts with 'Authorization: Bearer TOKEN' "
+        f"(or set ${OTLP_TOKEN_VARIABLE})",
+        "TOKEN",
+    ),
     _Flag(
         "otlp-grace",
         "how long to wait after a run for batched server spans (default 10s)",
@@ -211,6 +222,7 @@ class LatencyOptions:
     until_decided_s: float | None = None  # default until_decided budget (None: off)
     csv_path: Path | None = None
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    otlp_token: Secret | None = None  # never shown: a Secret's repr is ***
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -325,6 +337,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         ray_address=ray_address,
         ray_workers=ray_workers,
         until_decided_s=_parsed("until-decided", text("until-decided"), positive_duration),
+        otlp_token=_otlp_token(text("otlp-token")),
     )
 
 
@@ -366,6 +379,13 @@ def _set_variable(name: str, variable: str | None) -> str | None:
             f"--latency-{name} {variable}: that environment variable is not set"
         )
     return variable
+
+
+def _otlp_token(flag_value: str | None) -> Secret | None:
+    """The receiver's token: the flag (or its ini twin), else the environment variable."""
+    if flag_value:
+        return Secret(flag_value, "--latency-otlp-token")
+    return from_environment(OTLP_TOKEN_VARIABLE)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:

@@ -6,6 +6,7 @@ session is created: the plugin creates a session in every pytest run.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -49,6 +50,9 @@ class Observation:
 class TelemetryHub:
     def __init__(self, settings: TelemetrySettings) -> None:
         self.settings = settings
+        # The high half of this session's trace ids: the receiver keeps spans of these
+        # apart from any other sender's (docs/tracing.md, "Limits").
+        self.trace_prefix = secrets.token_hex(8)
         self._receiver: OtlpReceiver | None = None
         self._spans: ClientSpans | None = None
 
@@ -69,7 +73,10 @@ class TelemetryHub:
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
             try:
-                self._receiver = OtlpReceiver(host=host, port=port).start()
+                self._receiver = OtlpReceiver(
+                    host=host, port=port, token=self.settings.token,
+                    trace_prefix=self.trace_prefix,
+                ).start()  # fmt: skip
             except OSError as error:
                 raise ReceiverUnavailable(f"cannot listen on {host}:{port}: {error}") from None
         return self._receiver
@@ -86,7 +93,7 @@ class TelemetryHub:
                 )
 
                 exporter = OTLPSpanExporter(endpoint=self.settings.export_endpoint)
-            self._spans = ClientSpans(exporter)
+            self._spans = ClientSpans(exporter, prefix=self.trace_prefix)
         return self._spans
 
     @contextmanager
