@@ -28,6 +28,7 @@ from pytest_latency.inflate import (
     InflateLimitError,
 )
 from pytest_latency.secret import Secret
+from pytest_latency.shown_text import shown
 from pytest_latency.telemetry.otlp_json import OtlpJsonError, loads_request
 
 logger = logging.getLogger("pytest_latency.telemetry.receiver")
@@ -152,7 +153,9 @@ class OtlpHandler(BaseHTTPRequestHandler):
         self._not_post()
 
     def log_message(self, format: str, *args: object) -> None:
-        logger.debug("OTLP receiver %s: " + format, self.address_string(), *args)
+        # The request line is the sender's text: escaped before it reaches a log.
+        safe = [shown(arg) if isinstance(arg, str) else arg for arg in args]
+        logger.debug("OTLP receiver %s: " + format, self.address_string(), *safe)
 
     def _not_post(self) -> None:
         if self._path() == TRACES_PATH:
