@@ -21,7 +21,6 @@ from pytest_latency.driver.limits import size_text
 from pytest_latency.inflate import GZIP_WBITS, ZLIB_WBITS, BoundedInflater, InflateLimitError
 
 MAX_ANSWER_BYTES = 1024 * 1024  # a model list or a version: small documents
-_READ_BYTES = 64 * 1024
 _WBITS = {"gzip": GZIP_WBITS, "x-gzip": GZIP_WBITS, "deflate": ZLIB_WBITS}
 #: What the readiness requests accept: codings decoded here, in bounded steps.
 ACCEPT_ENCODING = "gzip, deflate"
@@ -49,7 +48,9 @@ def bounded_chunks(
     inflater = _inflater(response.headers.get("content-encoding", ""), max_bytes)
     raw = 0
     try:
-        for chunk in response.iter_raw(_READ_BYTES):
+        # No chunk size: httpx would hold reads back until one was full, and a trickling
+        # server would never reach the deadline check.
+        for chunk in response.iter_raw():
             raw += len(chunk)
             if raw > max_bytes:
                 raise AnswerUnreadable(f"body over {size_text(max_bytes)}")
