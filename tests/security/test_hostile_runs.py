@@ -1,0 +1,169 @@
+"""Whole pytest runs against hostile servers, measured as users see them (issue 35's
+"Must show"): peak RSS of the pytest process, wall-clock time, the outcome and its
+reason, and what reaches the terminal.
+
+Each run is a child ``python -m pytest`` whose peak RSS is read from ``wait4`` (the
+child's own, not the test process's). Readiness modes must end under 500 MiB and 60 s
+as an ERROR saying why; a run whose every answer is a gzip bomb under 600 MiB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import hostile_server as hostile
+from tests.helpers.hostile_server import HostileServer, Script, Wire
+
+pytestmark = [pytest.mark.security, pytest.mark.slow]
+
+MiB = 1024 * 1024
+SPEC = """\
+server: {{url: "{url}", {model}api: chat}}
+workload:
+  seed: 1
+  input_tokens: 5
+  output_tokens: 4
+  timeout: 5s
+  phases: [{{name: steady, arrival: constant, rate: 20, duration: 2s}}]
+objectives:
+  - {{metric: ttft, p: 50, max: 1s}}
+  - {{metric: tpot, p: 50, max: 70ms}}
+"""
+
+
+@dataclass(frozen=True)
+class Measured:
+    code: int
+    output: str
+    peak_rss_mib: float
+    elapsed_s: float
+
+
+def run_pytest(folder: Path, url: str, *args: str, model: str | None = "hostile") -> Measured:
+    spec = folder / "hostile.slo.yaml"
+    named = f"model: {model}, " if model else ""
+    spec.write_text(textwrap.dedent(SPEC.format(url=url, model=named)))
+    command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
+               "-rA", *args, spec.name]  # fmt: skip
+    started = time.monotonic()
+    child = subprocess.Popen(
+        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        env={**os.environ, "COLUMNS": "100"},
+    )  # fmt: skip
+    assert child.stdout is not None
+    output = child.stdout.read().decode("utf-8", "replace")  # read to EOF, then reap
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    elapsed = time.monotonic() - started
+    print(f"{spec.name}: peak RSS {usage.ru_maxrss / 1024:.0f} MiB, {elapsed:.1f} s")
+    return Measured(child.returncode, output, usage.ru_maxrss / 1024, elapsed)
+
+
+def assert_clean_terminal(output: str) -> None:
+    assert "\x1b" not in output and "\x9b" not in output
+    assert not [line for line in output.splitlines() if line.lstrip().startswith("::")]
+
+
+READINESS: dict[str, tuple[Script, Script, str]] = {
+    "endless /v1/models": (hostile.endless_models, hostile.answers, "body over 1 MiB"),
+    "gzip bomb /v1/models": (
+        hostile.gzip_models(hostile.gzip_bomb(1 << 30)),
+        hostile.answers,
+        "decoded body over 1 MiB",
+    ),
+    "endless data line": (hostile.models_listed, hostile.endless_data_line, "body over 64 KiB"),
+    "endless 500 body": (hostile.models_listed, hostile.endless_error, "HTTP 500"),
+    "one byte a second": (hostile.models_listed, hostile.trickle, "not complete within"),
+}
+
+
+@pytest.mark.parametrize("mode", list(READINESS))
+def test_a_hostile_readiness_mode_is_an_error_in_bounded_memory_and_time(
+    mode: str, tmp_path: Path
+) -> None:
+    get, post, reason = READINESS[mode]
+    with HostileServer(post, get_script=get) as server:
+        run = run_pytest(tmp_path, server.url)
+    assert "server not ready" in run.output and reason in run.output, run.output[-3000:]
+    assert " 1 error" in run.output, run.output[-2000:]
+    assert run.peak_rss_mib < 500, run.peak_rss_mib
+    assert run.elapsed_s < 60, run.elapsed_s
+    assert_clean_terminal(run.output)
+
+
+def test_a_model_id_that_writes_a_ci_annotation_is_refused_and_never_printed_raw(
+    tmp_path: Path,
+) -> None:
+    name = "m\n::error title=pwned::owned\n::add-mask::x\x1b]8;;http://evil\x07link\x1b[2J"
+    with HostileServer(hostile.answers, get_script=hostile.model_named(name)) as server:
+        run = run_pytest(tmp_path, server.url, "--tb=long", model=None)
+    assert "control characters" in run.output and " 1 error" in run.output
+    assert_clean_terminal(run.output)
+
+
+def bomb_after_the_check(bomb: bytes) -> Script:
+    async def answer(wire: Wire) -> None:
+        if wire.index == 0:  # the readiness check's test request: a good answer
+            await hostile.answers(wire)
+            return
+        await wire.write(
+            hostile.head("200 OK", "content-encoding: gzip", f"content-length: {len(bomb)}") + bomb
+        )
+
+    return answer
+
+
+def test_a_gzip_bomb_on_every_request_is_an_error_under_600_mib(tmp_path: Path) -> None:
+    bomb = hostile.gzip_bomb(200 << 20)  # ~200 KiB, over 64 MiB decoded
+    server = HostileServer(bomb_after_the_check(bomb), get_script=hostile.models_listed)
+    with server:
+        run = run_pytest(tmp_path, server.url, "--latency-json", "run.json")
+    assert "decoded body over 64 MiB" in run.output, run.output[-3000:]
+    assert " 1 error" in run.output
+    assert run.peak_rss_mib < 600, run.peak_rss_mib
+    assert run.elapsed_s < 60
+    (written,) = json.loads((tmp_path / "run.json").read_text())["runs"]
+    assert {request["status"] for request in written["requests"]} == {"protocol_error"}
+
+
+def absurd_values(wire_tokens: int) -> Script:
+    """Every answer good, but with a Server-Timing of 1.7e308 s and a usage count of
+    ``wire_tokens`` against a cap of 4."""
+
+    async def answer(wire: Wire) -> None:
+        usage = {"prompt_tokens": 5, "completion_tokens": wire_tokens, "total_tokens": 1}
+        stream = (
+            hostile.token("Hello") + hostile.token(" world")
+            + hostile.sse({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                           "usage": usage})
+            + b"data: [DONE]\n\n"
+        )  # fmt: skip
+        timing = "server-timing: queue;dur=1.7e308, prefill;dur=1e308"
+        await wire.write(hostile.head("200 OK", timing, f"content-length: {len(stream)}") + stream)
+
+    return answer
+
+
+def test_absurd_server_values_never_cost_the_json_nor_decide_tpot(tmp_path: Path) -> None:
+    with HostileServer(absurd_values(10**30), get_script=hostile.models_listed) as server:
+        run = run_pytest(tmp_path, server.url, "--latency-json", "run.json")
+    text = (tmp_path / "run.json").read_text()
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    (written,) = json.loads(text, parse_constant=refuse)["runs"]
+    requests = written["requests"]
+    assert requests and all(r["output_tokens_source"] == "implausible" for r in requests)
+    assert all(r["tpot_s"] is None for r in requests)
+    assert all(r["queue_wait_s"] is not None and r["queue_wait_s"] <= r["e2e_s"] for r in requests)
+    assert "PASS tpot" not in run.output, run.output[-3000:]
