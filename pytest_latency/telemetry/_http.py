@@ -54,7 +54,7 @@ class ExportSink(Protocol):
     @property
     def post_slots(self) -> threading.BoundedSemaphore: ...
     def ingest(self, request: ExportTraceServiceRequest) -> None: ...
-    def ingest_body(self, body: bytes) -> None: ...
+    def ingest_body(self, body: bytes | bytearray) -> None: ...
     def record_rejection(self, status: int, reason: str) -> None: ...
 
 
@@ -231,7 +231,7 @@ def _content_encoding(value: str | None) -> str:
     raise Rejection(415, f"unsupported Content-Encoding {value!r}")
 
 
-def _decompress(data: bytes, encoding: str, limit: int) -> bytes:
+def _decompress(data: bytes, encoding: str, limit: int) -> bytes | bytearray:
     if encoding in _IDENTITY:
         return data
     if encoding in _GZIP:
@@ -244,21 +244,26 @@ def _decompress(data: bytes, encoding: str, limit: int) -> bytes:
         return _inflate(data, RAW_DEFLATE_WBITS, limit)  # raw deflate, as some send it
 
 
-def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
-    """Decompressed in bounded steps (zlib lets the GIL go meanwhile), at most ``limit``."""
+def _inflate(data: bytes, wbits: int, limit: int) -> bytearray:
+    """Decompressed in bounded steps (zlib lets the GIL go meanwhile), at most ``limit``;
+    gathered step by step, never in one copy of the whole body that holds the GIL."""
     inflater = BoundedInflater(wbits, limit)
+    out = bytearray()
     try:
-        pieces = inflater.feed(data) + inflater.finish()
+        for piece in inflater.feed(data):
+            out += piece
+        for piece in inflater.finish():
+            out += piece
     except InflateLimitError:
         raise Rejection(413, f"decompressed body exceeds {limit} bytes") from None
     except zlib.error as exc:
         raise Rejection(400, f"undecodable compressed body: {exc}") from None
     if not inflater.eof:
         raise Rejection(400, "truncated compressed body")
-    return b"".join(pieces)
+    return out
 
 
-def _decode_json(body: bytes) -> ExportTraceServiceRequest:
+def _decode_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
     try:
         return loads_request(body)
     except OtlpJsonError as exc:

@@ -65,7 +65,7 @@ def length_delimited(data: memoryview) -> Iterator[tuple[int, memoryview]]:
         raise DecodeError("a fixed-size field runs past the end of its message")
 
 
-def body_spans(body: bytes) -> Iterator[tuple[str, Span | None]]:
+def body_spans(body: bytes | bytearray) -> Iterator[tuple[str, Span | None]]:
     """``(scope name, span)`` for every span of an export body; the span is None when it
     is over :data:`MAX_SPAN_BYTES`. DecodeError when the body is malformed."""
     for number, resource in length_delimited(memoryview(body)):

@@ -204,7 +204,7 @@ class OtlpReceiver:
         """Parse and store one parsed export request (OTLP/JSON arrives so)."""
         self._ingest_spans(message_spans(request))
 
-    def ingest_body(self, body: bytes) -> None:
+    def ingest_body(self, body: bytes | bytearray) -> None:
         """Parse and store one OTLP/protobuf export body, span by span (what ``POST
         /v1/traces`` does); DecodeError when it is malformed."""
         self._ingest_spans(body_spans(body))

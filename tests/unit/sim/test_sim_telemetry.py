@@ -53,8 +53,8 @@ class CapturingReceiver(OtlpReceiver):
                         attrs = {kv.key: kv.value for kv in span.attributes}
                         self.spans[span.trace_id.hex()] = (span, attrs)
 
-    def ingest_body(self, body: bytes) -> None:  # protobuf exports arrive as bytes
-        self.capture(ExportTraceServiceRequest.FromString(body))
+    def ingest_body(self, body: bytes | bytearray) -> None:  # protobuf exports arrive as bytes
+        self.capture(ExportTraceServiceRequest.FromString(bytes(body)))
         super().ingest_body(body)
 
 
