@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,10 +24,21 @@ import pytest
 
 from tests.helpers import hostile_server as hostile
 from tests.helpers.hostile_server import HostileServer, Script, Wire
+from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
 
 pytestmark = [pytest.mark.security, pytest.mark.slow]
 
 MiB = 1024 * 1024
+FLOOD_SPEC = """\
+workload:
+  seed: 1
+  input_tokens: 5
+  output_tokens: 4
+  timeout: 5s
+  phases: [{name: steady, arrival: constant, rate: 20, duration: 3s}]
+objectives:
+  - {metric: ttft, p: 50, max: 1s}
+"""
 SPEC = """\
 server: {{url: "{url}", {model}api: chat}}
 workload:
@@ -52,6 +65,10 @@ def run_pytest(folder: Path, url: str, *args: str, model: str | None = "hostile"
     spec = folder / "hostile.slo.yaml"
     named = f"model: {model}, " if model else ""
     spec.write_text(textwrap.dedent(SPEC.format(url=url, model=named)))
+    return run_spec(folder, spec, *args)
+
+
+def run_spec(folder: Path, spec: Path, *args: str) -> Measured:
     command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
                "-rA", *args, spec.name]  # fmt: skip
     started = time.monotonic()
@@ -167,3 +184,42 @@ def test_absurd_server_values_never_cost_the_json_nor_decide_tpot(tmp_path: Path
     assert all(r["tpot_s"] is None for r in requests)
     assert all(r["queue_wait_s"] is not None and r["queue_wait_s"] <= r["e2e_s"] for r in requests)
     assert "PASS tpot" not in run.output, run.output[-3000:]
+
+
+def flood(url: str, stop: threading.Event, statuses: list[int]) -> None:
+    """Junk exports (2,000 outside trace ids each, vLLM-shaped) as fast as answered."""
+    spans = [make_span(new_trace_id(), "llm_request", VLLM_ATTRS) for _ in range(2000)]
+    body = make_request(spans).SerializeToString()
+    while not stop.is_set():
+        try:
+            statuses.append(post(url, body)[0])
+        except OSError:
+            time.sleep(0.05)  # not listening yet, or going away
+
+
+def test_a_receiver_flood_during_a_run_leaves_its_own_spans_joined(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a free loopback port for the receiver
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1/traces"
+    stop, statuses = threading.Event(), list[int]()
+    flooders = [threading.Thread(target=flood, args=(url, stop, statuses)) for _ in range(8)]
+    for flooder in flooders:
+        flooder.start()
+    try:
+        spec = tmp_path / "flood.slo.yaml"
+        spec.write_text(FLOOD_SPEC)
+        run = run_spec(tmp_path, spec, "--latency-otlp-receiver", f"127.0.0.1:{port}",
+                       "--latency-json", "run.json")  # fmt: skip
+    finally:
+        stop.set()
+        for flooder in flooders:
+            flooder.join(timeout=30)
+    (written,) = json.loads((tmp_path / "run.json").read_text())["runs"]
+    (phase,) = written["phases"]
+    attribution = phase["server_attribution"]
+    assert attribution["completed"] > 0
+    assert attribution["joined"] == attribution["completed"], attribution
+    assert 503 in statuses and 200 in statuses, sorted(set(statuses))
+    assert run.peak_rss_mib < 600, run.peak_rss_mib
+    print(f"flood: {len(statuses)} posts, {statuses.count(503)} answered 503")
