@@ -340,6 +340,15 @@ def read_runs(path: Path) -> list[StoredRun]:
     return [_stored_run(path, index, run) for index, run in enumerate(read_run_objects(path))]
 
 
+_RUN_FIELD_KINDS: dict[str, type] = {
+    "server": dict,
+    "workload": dict,
+    "generator": dict,
+    "phases": list,
+    "objectives": list,
+}
+
+
 def _stored_run(path: Path, index: int, run: object) -> StoredRun:
     where = f"{path}: runs[{index}]"
     if not isinstance(run, dict) or not isinstance(run.get("test"), str):
@@ -347,6 +356,11 @@ def _stored_run(path: Path, index: int, run: object) -> StoredRun:
     rows = run.get("requests")
     if not isinstance(rows, list):
         raise RunFileError(f"{where} ({run['test']}): 'requests' must be a list")
+    for name, kind in _RUN_FIELD_KINDS.items():  # the shapes every reader relies on
+        value = run.get(name)
+        if value is not None and not isinstance(value, kind):
+            shape = "an object" if kind is dict else "a list"
+            raise RunFileError(f"{where} ({run['test']}): '{name}' must be {shape}")
     records = []
     for number, row in enumerate(rows):
         try:

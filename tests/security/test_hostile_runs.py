@@ -2,22 +2,20 @@
 "Must show"): peak RSS of the pytest process, wall-clock time, the outcome and its
 reason, and what reaches the terminal.
 
-Each run is a child ``python -m pytest`` whose peak RSS is read from ``wait4`` (the
-child's own, not the test process's). Readiness modes must end under 500 MiB and 60 s
-as an ERROR saying why; a run whose every answer is a gzip bomb under 600 MiB.
+Each run is a child ``python -m pytest`` whose own peak RSS is measured
+(:mod:`tests.helpers.peak_rss`: not what a fork inherits from the test process).
+Readiness modes must end under 500 MiB and 60 s as an ERROR saying why; a run whose
+every answer is a gzip bomb under 600 MiB.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
 import sys
 import textwrap
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ import pytest
 from tests.helpers import hostile_server as hostile
 from tests.helpers.hostile_server import HostileServer, Script, Wire
 from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
+from tests.helpers.peak_rss import Measured, run_measured
 
 pytestmark = [pytest.mark.security, pytest.mark.slow]
 
@@ -53,14 +52,6 @@ objectives:
 """
 
 
-@dataclass(frozen=True)
-class Measured:
-    code: int
-    output: str
-    peak_rss_mib: float
-    elapsed_s: float
-
-
 def run_pytest(folder: Path, url: str, *args: str, model: str | None = "hostile") -> Measured:
     spec = folder / "hostile.slo.yaml"
     named = f"model: {model}, " if model else ""
@@ -71,18 +62,11 @@ def run_pytest(folder: Path, url: str, *args: str, model: str | None = "hostile"
 def run_spec(folder: Path, spec: Path, *args: str) -> Measured:
     command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider",
                "-rA", *args, spec.name]  # fmt: skip
-    started = time.monotonic()
-    child = subprocess.Popen(
-        command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": "100"},
-    )  # fmt: skip
-    assert child.stdout is not None
-    output = child.stdout.read().decode("utf-8", "replace")  # read to EOF, then reap
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    elapsed = time.monotonic() - started
-    print(f"{spec.name}: peak RSS {usage.ru_maxrss / 1024:.0f} MiB, {elapsed:.1f} s")
-    return Measured(child.returncode, output, usage.ru_maxrss / 1024, elapsed)
+    run = run_measured(command, folder, {"COLUMNS": "100"})
+    print(
+        f"{spec.name} {' '.join(args)}: peak RSS {run.peak_rss_mib:.0f} MiB, {run.elapsed_s:.1f} s"
+    )
+    return run
 
 
 def assert_clean_terminal(output: str) -> None:
