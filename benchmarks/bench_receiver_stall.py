@@ -91,7 +91,9 @@ def longest_holds(mib: float) -> None:
         if event == "c_call":
             started[id(arg)] = time.perf_counter()
         elif event in ("c_return", "c_exception") and id(arg) in started:
-            calls.append(((time.perf_counter() - started.pop(id(arg))) * 1000, repr(arg)[:60]))
+            took = (time.perf_counter() - started.pop(id(arg))) * 1000
+            if took > 0.5:  # only the long ones: a list of every call would feed the GC
+                calls.append((took, repr(arg)[:60]))
 
     pauses: list[float] = []
     gc_started = [0.0]

@@ -14,6 +14,7 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from pytest_latency.telemetry.packed import pack, unpack
 from pytest_latency.telemetry.timings import ServerTimings
 
 __all__ = ("DEFAULT_MAX_FOREIGN", "DEFAULT_MAX_TRACES", "DEFAULT_SETTLE_S", "TimingStore")
@@ -57,7 +58,7 @@ class TimingStore:
         self._own_prefix = own_prefix
         self._max_foreign = max_foreign
         self._counts = [0, 0]  # stored ids: [foreign, own]
-        self._items: dict[str, ServerTimings] = {}
+        self._items: dict[str, bytes] = {}  # packed: no work for the GC (see .packed)
         self._cond = threading.Condition()
         self._watches: list[_Watch] = []
         self._last_add = -math.inf
@@ -86,7 +87,8 @@ class TimingStore:
                         self._dropped += 1
                         continue
                     self._counts[own] += 1
-                self._items[item.trace_id] = item if known is None else known.merged(item)
+                merged = item if known is None else unpack(item.trace_id, known).merged(item)
+                self._items[item.trace_id] = pack(merged)
                 touched.append(item.trace_id)
             if not touched:
                 return
@@ -105,7 +107,8 @@ class TimingStore:
     def get(self, trace_id: str) -> ServerTimings | None:
         """The timings stored for one trace id, if any."""
         with self._cond:
-            return self._items.get(trace_id)
+            data = self._items.get(trace_id)
+            return None if data is None else unpack(trace_id, data)
 
     def wait_for(
         self,
@@ -132,7 +135,7 @@ class TimingStore:
             self._watches.append(watch)
             try:
                 self._wait(watch, deadline, settle)
-                return {tid: self._items[tid] for tid in wanted if tid in self._items}
+                return {tid: unpack(tid, self._items[tid]) for tid in wanted if tid in self._items}
             finally:
                 self._watches.remove(watch)
 

@@ -6,6 +6,7 @@ outside the run cannot take the room of the run's own trace ids.
 
 from __future__ import annotations
 
+import gc
 import gzip
 import http.client
 import socket
@@ -13,6 +14,7 @@ import time
 
 import pytest
 
+from pytest_latency.driver.drive_gc import quiet_gc, restore_gc
 from pytest_latency.driver.tracecontext import PrefixedIds
 from pytest_latency.secret import Secret
 from pytest_latency.telemetry.receiver import OtlpReceiver
@@ -100,3 +102,26 @@ def test_a_flood_of_junk_spans_leaves_a_genuine_span_joined() -> None:
         joined = receiver.timings([genuine], grace_s=5)
         assert joined[genuine].queue_wait_s == VLLM_ATTRS["gen_ai.latency.time_in_queue"]
         assert receiver.traces_dropped == 11 * 2000 - 20_000
+
+
+def test_ingesting_a_large_export_costs_the_garbage_collector_nothing() -> None:
+    """What would stall the driving loop besides the GIL's switch interval: a collection.
+    With the drive's GC settings, 20,000 stored spans start none, and the store is
+    invisible to the collector (packed bytes)."""
+    body = gzip.compress(export([new_trace_id() for _ in range(20_000)]))
+    receiver = OtlpReceiver()
+    collections: list[str] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(phase)
+
+    previous = quiet_gc()
+    gc.callbacks.append(count)
+    try:
+        receiver.ingest_body(gzip.decompress(body))
+    finally:
+        gc.callbacks.remove(count)
+        restore_gc(previous)
+    assert receiver.spans_received == 20_000 and collections == []
+    assert not gc.is_tracked(receiver._store._items)
