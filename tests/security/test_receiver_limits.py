@@ -104,6 +104,7 @@ def test_a_flood_of_junk_spans_leaves_a_genuine_span_joined() -> None:
         assert receiver.traces_dropped == 11 * 2000 - 20_000
 
 
+@pytest.mark.slow
 def test_ingesting_a_large_export_costs_the_garbage_collector_nothing() -> None:
     """What would stall the driving loop besides the GIL's switch interval: a collection.
     With the drive's GC settings, 20,000 stored spans start none, and the store is
