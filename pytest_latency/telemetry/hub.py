@@ -6,6 +6,7 @@ session is created: the plugin creates a session in every pytest run.
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Iterator, Sequence
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from pytest_latency.errors import ReceiverUnavailable as ReceiverUnavailable  # re-exported
 from pytest_latency.telemetry.settings import (
     DEFAULT_METRICS_INTERVAL_S,
+    OTLP_TOKEN_VARIABLE,
     TelemetrySettings,
     parse_listen_address,
 )
@@ -72,6 +74,9 @@ class TelemetryHub:
             host, port = ("127.0.0.1", 0)
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
+            token = self.settings.token
+            if token is not None:  # the servers the plugin starts (the embedded one) send it
+                os.environ.setdefault(OTLP_TOKEN_VARIABLE, token.reveal())
             try:
                 self._receiver = OtlpReceiver(
                     host=host, port=port, token=self.settings.token,

@@ -207,3 +207,17 @@ def test_a_receiver_flood_during_a_run_leaves_its_own_spans_joined(tmp_path: Pat
     assert 503 in statuses and 200 in statuses, sorted(set(statuses))
     assert run.peak_rss_mib < 600, run.peak_rss_mib
     print(f"flood: {len(statuses)} posts, {statuses.count(503)} answered 503")
+
+
+def test_with_a_receiver_token_the_embedded_servers_spans_still_join(tmp_path: Path) -> None:
+    spec = tmp_path / "token.slo.yaml"
+    spec.write_text(FLOOD_SPEC)
+    token = "run-token-0123456789"
+    run = run_spec(tmp_path, spec, "--latency-otlp-token", token, "--latency-json", "run.json",
+                   "-l", "--fulltrace")  # fmt: skip
+    (written,) = json.loads((tmp_path / "run.json").read_text())["runs"]
+    (phase,) = written["phases"]
+    attribution = phase["server_attribution"]
+    assert attribution["completed"] > 0
+    assert attribution["joined"] == attribution["completed"], attribution
+    assert token not in run.output and token not in (tmp_path / "run.json").read_text()
