@@ -115,9 +115,9 @@ class HttpxTransport:
             raise failure_from_httpx(exc) from exc
 
     async def ping(self, url: str, headers: Mapping[str, str]) -> None:
-        try:
-            response = await self.client.get(url, headers=dict(headers))
-            logger.debug("warm-up ping: HTTP %s", response.status_code)
+        try:  # the status only: the body is never read
+            async with self.client.stream("GET", url, headers=dict(headers)) as response:
+                logger.debug("warm-up ping: HTTP %s", response.status_code)
         except httpx.HTTPError as exc:
             logger.debug("warm-up ping failed: %s", type(exc).__name__)
 

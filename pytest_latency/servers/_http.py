@@ -1,8 +1,8 @@
 """Readiness and discovery over HTTP, shared by every server kind.
 
-Every answer is read bounded (:mod:`._bounded`): a byte cap, a decoded-size cap and a
-deadline. The API key travels in a :class:`BearerAuth`, never in a headers dict that a
-traceback's locals (``pytest -l``) would show.
+Every answer is read bounded (:mod:`~pytest_latency.driver.bounded_read`): a byte cap,
+a decoded-size cap and a deadline. The API key travels in a :class:`BearerAuth`, never
+in a headers dict that a traceback's locals (``pytest -l``) would show.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable, Generator
 
 import httpx
 
+from pytest_latency.driver.bounded_read import ACCEPT_ENCODING, AnswerUnreadable, read_bounded
 from pytest_latency.secret import Secret, redact
-from pytest_latency.servers._bounded import ACCEPT_ENCODING, AnswerUnreadable, read_bounded
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.shown_text import has_control, shown
 
@@ -35,7 +35,7 @@ class BearerAuth(httpx.Auth):
 
 def bounded_client(timeout: float | httpx.Timeout, api_key: Secret | None = None) -> httpx.Client:
     """A client for the readiness exchanges: the key in a :class:`BearerAuth`, no
-    environment proxies, no redirects, only the codings :mod:`._bounded` decodes."""
+    environment proxies, no redirects, only the codings that are decoded in bounded steps."""
     return httpx.Client(
         timeout=timeout,
         trust_env=False,

@@ -14,11 +14,11 @@ A failure raises :class:`ServerNotReady` ("server not ready: ..."), which the pl
 reports as an error of the test, never as a failed objective: a run against a server
 that is not there measures the network stack, not latency.
 
-Every answer is read bounded (:mod:`._bounded`): at most 1 MiB raw and 1 MiB decoded
-(64 KiB for the test request's stream), within the timeout of wall-clock time, so an
-endless body, a gzip bomb or a one-byte-a-second trickle ends as "not ready" in bounded
-memory and time. The server's text is shown escaped (:mod:`pytest_latency.shown_text`),
-and a model id with control characters is refused.
+Every answer is read bounded (:mod:`~pytest_latency.driver.bounded_read`): at most 1 MiB
+raw and 1 MiB decoded (64 KiB for the test request's stream), within the timeout of
+wall-clock time, so an endless body, a gzip bomb or a one-byte-a-second trickle ends as
+"not ready" in bounded memory and time. The server's text is shown escaped
+(:mod:`pytest_latency.shown_text`), and a model id with control characters is refused.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ import time
 
 import httpx
 
+from pytest_latency.driver.bounded_read import AnswerUnreadable, bounded_chunks, read_bounded
 from pytest_latency.errors import ServerNotReady
 from pytest_latency.secret import Secret, redact
-from pytest_latency.servers._bounded import AnswerUnreadable, bounded_chunks, read_bounded
 from pytest_latency.servers._http import bounded_client, get_json
 from pytest_latency.shown_text import has_control, shown
 

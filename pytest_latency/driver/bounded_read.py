@@ -1,4 +1,8 @@
-"""Reading a server's answer before a run with a byte cap, a decoded-size cap and a deadline.
+"""Reading a server's answer with a byte cap, a decoded-size cap and a deadline.
+
+Every answer the plugin reads outside the run's streams goes through here: the
+readiness check, the version probe and model discovery (``servers``), and the
+``/metrics`` and queue-depth scrapes (``telemetry``).
 
 httpx's ``response.read()``, ``.json()`` and ``iter_lines()`` read whatever the server
 sends: an endless ``/v1/models``, a 1 MiB gzip that expands to 1 GiB, or a byte a second
