@@ -35,6 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from pytest_latency.secret import Secret
+from pytest_latency.shown_text import shown
 from pytest_latency.telemetry._http import TRACES_PATH, OtlpHandler
 from pytest_latency.telemetry.otlp_wire import body_spans, message_spans
 from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, parse_listen_address
@@ -290,4 +291,4 @@ class OtlpReceiver:
             self._rejections[status] = self._rejections.get(status, 0) + 1
             total = sum(self._rejections.values())
         level = logging.WARNING if total <= _LOUD_REJECTIONS and status != 404 else logging.DEBUG
-        logger.log(level, "OTLP receiver answered %d: %s", status, reason)
+        logger.log(level, "OTLP receiver answered %d: %s", status, shown(reason, 300))
