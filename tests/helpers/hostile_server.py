@@ -13,6 +13,7 @@ leftovers.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import socket
 import struct
@@ -173,8 +174,17 @@ def gzip_bomb(expanded: int) -> bytes:
     return b"".join([*parts, packer.flush()])
 
 
-def gzip_models(bomb: bytes) -> Script:
+@functools.cache
+def cached_bomb(expanded: int) -> bytes:
+    """:func:`gzip_bomb`, made once per process, when first asked for (not at import)."""
+    return gzip_bomb(expanded)
+
+
+def gzip_models(expanded: int) -> Script:
+    """``/v1/models`` answered by a gzip that expands to ``expanded`` bytes."""
+
     async def answer(wire: Wire) -> None:
+        bomb = cached_bomb(expanded)
         await wire.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
             b"content-encoding: gzip\r\ncontent-length: %d\r\n\r\n" % len(bomb)

@@ -77,7 +77,7 @@ def assert_clean_terminal(output: str) -> None:
 READINESS: dict[str, tuple[Script, Script, str]] = {
     "endless /v1/models": (hostile.endless_models, hostile.answers, "body over 1 MiB"),
     "gzip bomb /v1/models": (
-        hostile.gzip_models(hostile.gzip_bomb(1 << 30)),
+        hostile.gzip_models(1 << 30),
         hostile.answers,
         "decoded body over 1 MiB",
     ),
@@ -92,6 +92,7 @@ def test_a_hostile_readiness_mode_is_an_error_in_bounded_memory_and_time(
     mode: str, tmp_path: Path
 ) -> None:
     get, post, reason = READINESS[mode]
+    hostile.cached_bomb(1 << 30)  # made before the server answers with it (seconds)
     with HostileServer(post, get_script=get) as server:
         run = run_pytest(tmp_path, server.url)
     assert "server not ready" in run.output and reason in run.output, run.output[-3000:]
