@@ -5,29 +5,43 @@ and its requests hold is :mod:`pytest_latency.records`' part. Indented JSON, exc
 run's ``requests``: one compact line per request, so a large file stays small and usable
 with ``grep``. A file whose name ends in ``.gz`` is gzipped; reading recognises gzip by
 its first bytes, whatever the name. The readers of a JSON object's fields check each
-value against its field's type. Imports nothing of ours but the errors.
+value against its field's type.
+
+A saved file may be hostile or broken: reading caps its size (:data:`MAX_FILE_BYTES`,
+raw and decompressed, decompressed in bounded steps), and a truncated gzip, a bad
+compressed stream, invalid UTF-8 or JSON nested thousands deep is a
+:class:`~pytest_latency.errors.RunFileError`, never a crash. Writing goes through a
+temporary file of a unique name (``mkstemp``) in the target's folder, then a rename.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import importlib.metadata
 import json
 import math
+import os
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import StrEnum
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import IO, Any, Literal, Union, get_args, get_origin
 
 from pytest_latency.errors import RunFileError
+from pytest_latency.inflate import GZIP_WBITS, BoundedInflater, InflateLimitError
 
 RUN_SCHEMA = "pytest-latency/1"
 # Baselines written before one format served both (read, never written).
 _LEGACY_BASELINE_SCHEMA = "pytest-latency-baseline/1"
 _GZIP_MAGIC = b"\x1f\x8b"
+#: The largest run file read, raw or decompressed (a 10,000-request run is about 5 MB).
+MAX_FILE_BYTES = 256 * 1024 * 1024
+_UNREADABLE = (OSError, ValueError, EOFError, zlib.error, RecursionError, MemoryError)
 
 
 def read_run_objects(path: Path) -> list[object]:
@@ -36,12 +50,17 @@ def read_run_objects(path: Path) -> list[object]:
 
     RunFileError names the file and what is wrong with it.
     """
+    problem: str | None = None
     try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_FILE_BYTES >> 20} MiB")
         document = decode(path.read_bytes())
     except FileNotFoundError:
-        raise RunFileError(f"{path}: no such file") from None
-    except (OSError, ValueError) as error:
-        raise RunFileError(f"{path}: not a readable JSON file ({error})") from None
+        problem = "no such file"
+    except _UNREADABLE as error:  # raised outside: no traceback chain holding the data
+        problem = f"not a readable JSON file ({type(error).__name__}: {str(error)[:200]})"
+    if problem is not None:
+        raise RunFileError(f"{path}: {problem}")
     if not isinstance(document, dict) or document.get("schema") not in (
         RUN_SCHEMA,
         _LEGACY_BASELINE_SCHEMA,
@@ -59,28 +78,93 @@ def write_runs(path: Path, runs: Iterable[Mapping[str, Any]]) -> None:
     """Write a ``pytest-latency/1`` document atomically; the folder is created if missing.
 
     Each request is one line (a 10,000-request run stays readable with ``grep`` and
-    small); a name ending in ``.gz`` is gzipped. OSError or ValueError (a non-finite
-    number) leave any earlier file as it was.
+    small); a name ending in ``.gz`` is gzipped; a non-finite number is written as null.
+    OSError leaves any earlier file as it was.
     """
     document = {"schema": RUN_SCHEMA, "plugin_version": plugin_version(), "runs": list(runs)}
     data = encode(document, gzipped=path.name.endswith(".gz"))
+    write_atomically(path, data)
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """``data`` to ``path`` through a temporary file, then a rename (see :func:`replacing`)."""
+    with replacing(path, "wb") as handle:
+        handle.write(data)
+
+
+@contextlib.contextmanager
+def replacing(path: Path, mode: Literal["w", "wb"] = "w") -> Iterator[IO[Any]]:
+    """A file handle whose content replaces ``path`` when the block ends without error.
+
+    The temporary file beside it has a unique name (``mkstemp``: never a fixed name that
+    another writer or a planted link could own); the folder is created if missing. Text
+    mode is UTF-8 with newlines written as given."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if mode == "wb":
+            with os.fdopen(handle, "wb") as binary:
+                yield binary
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="") as text:
+                yield text
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 def encode(document: Mapping[str, Any], *, gzipped: bool = False) -> bytes:
-    """The document's bytes; ValueError for a non-finite number (JSON has none)."""
-    data = _dumps(document).encode("utf-8")
+    """The document's bytes, strict JSON: a non-finite number (JSON has none) is written
+    as ``null``, so one bad value never costs the whole file."""
+    try:
+        text = _dumps(document)
+    except ValueError:  # rare: only then is the document walked
+        text = _dumps(finite_or_null(document))
+    data = text.encode("utf-8")
     return gzip.compress(data, mtime=0) if gzipped else data
 
 
-def decode(data: bytes) -> Any:
-    """The JSON value in ``data``, gzipped or not; ValueError or OSError if unreadable."""
+def finite_or_null(value: Any) -> Any:
+    """``value`` with every non-finite float (inf, nan) replaced by None, at any depth."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(item) for item in value]
+    return value
+
+
+def decode(data: bytes, max_bytes: int = MAX_FILE_BYTES) -> Any:
+    """The JSON value in ``data``, gzipped or not, at most ``max_bytes`` decompressed.
+
+    ValueError (a cap, bad UTF-8 or JSON), EOFError (a truncated gzip), zlib.error or
+    RecursionError (JSON nested too deep) when unreadable."""
     if data.startswith(_GZIP_MAGIC):
-        data = gzip.decompress(data)
+        data = _gunzip(data, max_bytes)
     return json.loads(data.decode("utf-8"))
+
+
+def _gunzip(data: bytes, max_bytes: int) -> bytes:
+    """Every gzip member of ``data``, decompressed in bounded steps."""
+    pieces: list[bytes] = []
+    total = 0
+    while data:
+        inflater = BoundedInflater(GZIP_WBITS, max_bytes - total)
+        try:
+            pieces += inflater.feed(data)
+            pieces += inflater.finish()
+        except InflateLimitError:
+            pieces.clear()
+            raise ValueError(f"decompresses to more than {max_bytes >> 20} MiB") from None
+        if not inflater.eof:
+            pieces.clear()
+            raise EOFError("truncated gzip data")
+        total = sum(map(len, pieces))
+        data = inflater.unused_data.lstrip(b"\0")  # another member, or zero padding
+    return b"".join(pieces)
 
 
 def _dumps(document: Mapping[str, Any]) -> str:
@@ -101,6 +185,37 @@ def _dumps(document: Mapping[str, Any]) -> str:
         lines = ",\n".join(json.dumps(row, separators=(",", ":"), allow_nan=False) for row in rows)
         parts += [before, "[\n", lines, "\n]"]
     return "".join([*parts, text]) + "\n"
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: the same resolved path (links followed), or the
+    same existing file under two names (a hard link)."""
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one does not exist (yet): only the resolved paths can tell
+        return False
+
+
+def clashing_paths(
+    inputs: Iterable[tuple[str, Path | None]], outputs: Iterable[tuple[str, Path | None]]
+) -> str | None:
+    """Why these outputs cannot be written: one names an input's file or another
+    output's; None when every output has a file of its own. Each pair is (flag, path)."""
+    given_inputs = [(flag, path) for flag, path in inputs if path is not None]
+    seen: list[tuple[str, Path]] = []
+    for flag, path in outputs:
+        if path is None:
+            continue
+        for other_flag, other in given_inputs:
+            if same_file(path, other):
+                return f"{flag} {path} would replace the input {other_flag} {other}"
+        for other_flag, other in seen:
+            if same_file(path, other):
+                return f"{other_flag} and {flag} name the same file {path}"
+        seen.append((flag, path))
+    return None
 
 
 @functools.cache

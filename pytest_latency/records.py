@@ -47,7 +47,9 @@ class Status(StrEnum):
     CANCELLED = "cancelled"
 
 
-TokenSource = Literal["usage", "chunks"]
+# "implausible": the server's usage count was over the request's max_tokens (or absurd);
+# output_tokens is the count of chunks instead, and the request has no TPOT.
+TokenSource = Literal["usage", "chunks", "implausible"]
 # How a request's planned ``input_tokens`` was counted: exactly, by a tokenizer, or as an
 # estimate (one word per token); the server's count, when reported, is ``prompt_tokens``.
 InputTokenSource = Literal["tokenizer", "estimate"]
@@ -179,8 +181,11 @@ class RequestRecord:
 
     @property
     def tpot_s(self) -> float | None:
-        """(e2e - ttft) / (output_tokens - 1), per request; None when undefined."""
+        """(e2e - ttft) / (output_tokens - 1), per request; None when undefined, and when
+        the server's token count was implausible."""
         if self.first_token_s is None or self.end_s is None or not self.output_tokens:
+            return None
+        if self.output_tokens_source == "implausible":
             return None
         if self.output_tokens < 2:
             return None
@@ -347,6 +352,15 @@ def read_runs(path: Path) -> list[StoredRun]:
     return [_stored_run(path, index, run) for index, run in enumerate(read_run_objects(path))]
 
 
+_RUN_FIELD_KINDS: dict[str, type] = {
+    "server": dict,
+    "workload": dict,
+    "generator": dict,
+    "phases": list,
+    "objectives": list,
+}
+
+
 def _stored_run(path: Path, index: int, run: object) -> StoredRun:
     where = f"{path}: runs[{index}]"
     if not isinstance(run, dict) or not isinstance(run.get("test"), str):
@@ -354,6 +368,11 @@ def _stored_run(path: Path, index: int, run: object) -> StoredRun:
     rows = run.get("requests")
     if not isinstance(rows, list):
         raise RunFileError(f"{where} ({run['test']}): 'requests' must be a list")
+    for name, kind in _RUN_FIELD_KINDS.items():  # the shapes every reader relies on
+        value = run.get(name)
+        if value is not None and not isinstance(value, kind):
+            shape = "an object" if kind is dict else "a list"
+            raise RunFileError(f"{where} ({run['test']}): '{name}' must be {shape}")
     records = []
     for number, row in enumerate(rows):
         try:

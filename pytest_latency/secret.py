@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 REDACTED = "***"
 _MIN_PREFIX = 4  # a cut-off secret's head this long is still hidden
+MIN_QUOTED = 8  # any stretch of a secret this long, anywhere in a text, is hidden
 
 
 class Secret:
@@ -56,15 +57,40 @@ def from_environment(name: str) -> Secret | None:
 
 
 def redact(text: str, secrets: Iterable[Secret | str]) -> str:
-    """``text`` with every secret's value, and a cut-off head of one at its end, as ***."""
+    """``text`` with every secret's value as ***: the whole value, any stretch of
+    :data:`MIN_QUOTED` or more of its characters (a server quoting part of the key), and
+    a cut-off head of at least 4 characters at the text's end."""
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
         if not value:
             continue
         text = text.replace(value, REDACTED)
+        text = _redact_stretches(text, value)
         stripped = text.rstrip("…")
         for length in range(min(len(value) - 1, len(stripped)), _MIN_PREFIX - 1, -1):
             if stripped.endswith(value[:length]):
                 text = stripped[:-length] + REDACTED + text[len(stripped) :]
                 break
     return text
+
+
+def _redact_stretches(text: str, value: str) -> str:
+    """Every maximal stretch of ``text`` that is a substring of ``value`` and at least
+    MIN_QUOTED long, as ***."""
+    if len(value) < MIN_QUOTED:
+        return text
+    windows = {value[i : i + MIN_QUOTED] for i in range(len(value) - MIN_QUOTED + 1)}
+    out: list[str] = []
+    start = 0
+    i = 0
+    while i <= len(text) - MIN_QUOTED:
+        if text[i : i + MIN_QUOTED] not in windows:
+            i += 1
+            continue
+        end = i + MIN_QUOTED
+        while end < len(text) and text[i : end + 1] in value:
+            end += 1
+        out += [text[start:i], REDACTED]
+        start = i = end
+    out.append(text[start:])
+    return "".join(out)

@@ -3,13 +3,16 @@
 ``report`` renders the HTML report ``--latency-html`` writes (docs/reports.md).
 ``judge`` re-decides objectives (:mod:`pytest_latency.cli.judge`): exit 0 when no
 objective failed or is invalid, 1 when one did (or, with ``--fail-on inconclusive``, is
-inconclusive), 2 on a usage error (the reason on stderr, never a traceback). This module
-does not import pytest: it serves CI jobs that only have the JSON."""
+inconclusive), 2 on a usage error (the reason on stderr, never a traceback). A malformed
+file is a usage error too, whatever is wrong with it, and no output may name an input's
+file or another output's. This module does not import pytest: it serves CI jobs that
+only have the JSON."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -26,14 +29,21 @@ from pytest_latency.cli.judge import (
 )
 from pytest_latency.cli.judge import JudgedRun as JudgedRun  # re-exported
 from pytest_latency.cli.selection import add_test_option, paired_comparison, select_runs
+from pytest_latency.file_format import clashing_paths
 from pytest_latency.records import RunFileError, read_runs
 from pytest_latency.spec.model import SpecError
 from pytest_latency.spec.slo_yaml import load_objectives
 
 FAIL_ON = ("inconclusive",)  # what --fail-on adds to fail and invalid
+_MALFORMED = (TypeError, KeyError, AttributeError, IndexError, RecursionError, EOFError, zlib.error)
 
 
 def _judge(arguments: argparse.Namespace) -> int:
+    _refuse_clashes(
+        [("RUN.json", arguments.run), ("OBJECTIVES", arguments.objectives),
+         ("--baseline", arguments.baseline)],
+        [("--json", arguments.json)],
+    )  # fmt: skip
     try:
         objectives = load_objectives(arguments.objectives)
         runs = select_runs(read_runs(arguments.run), arguments.test, arguments.run)
@@ -65,6 +75,11 @@ def _report(arguments: argparse.Namespace) -> int:
 
     if arguments.html is None and arguments.markdown is None and arguments.csv is None:
         raise UsageError("give --html OUT.html, --markdown OUT.md, --csv OUT.csv, or several")
+    _refuse_clashes(
+        [("RUN.json", arguments.run), ("--baseline", arguments.baseline)],
+        [("--html", arguments.html), ("--markdown", arguments.markdown),
+         ("--csv", arguments.csv)],
+    )  # fmt: skip
     template = arguments.trace_url
     if template is not None and "{trace_id}" not in template:
         raise UsageError(f"--trace-url {template!r}: must contain {{trace_id}}")
@@ -86,6 +101,15 @@ def _report(arguments: argparse.Namespace) -> int:
             raise UsageError(f"{path}: cannot write ({error})") from None
         print(f"{kind} report: {path} ({len(runs)} run(s))")
     return EXIT_OK
+
+
+def _refuse_clashes(
+    inputs: list[tuple[str, Path | None]], outputs: list[tuple[str, Path | None]]
+) -> None:
+    """No output replaces an input or another output (checked before anything is read)."""
+    clash = clashing_paths(inputs, outputs)
+    if clash is not None:
+        raise UsageError(clash)
 
 
 def _add_report(commands: Any) -> None:
@@ -254,7 +278,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     commands = {"report": _report, "compare": _compare, "images": build_command, "judge": _judge}
     try:
-        return commands[arguments.command](arguments)
+        try:
+            return commands[arguments.command](arguments)
+        except _MALFORMED as error:
+            if arguments.command == "images":
+                raise
+            # Values of the wrong type deep in a saved file (``"phases": 5``): the file's
+            # fault, said without a traceback, with the usage exit code.
+            detail = f"{type(error).__name__}: {str(error)[:200]}"
+            raise UsageError(
+                str(RunFileError(f"a file given holds malformed data ({detail})"))
+            ) from None
     except UsageError as error:
         print(f"pytest-latency {arguments.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE

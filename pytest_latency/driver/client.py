@@ -102,7 +102,7 @@ class Run:
         self.plan = plan
         self.time_zero = time_zero  # agrees time zero with other workers (after warm-up)
         self.target = target
-        self.spans = spans if spans is not None else ClientSpans()
+        self.spans = spans if spans is not None else ClientSpans(prefix=target.trace_prefix)
         ordered = sorted(plan.requests, key=lambda request: request.id)
         self.records = [request.blank_record() for request in ordered]
         pairs = list(zip(ordered, self.records, strict=True))

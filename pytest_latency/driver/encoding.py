@@ -3,7 +3,9 @@
 The driver asks for ``accept-encoding: identity``; a server that compresses anyway gets
 gzip and deflate decoded (both transports), anything else is a ``protocol_error``
 rather than garbage fed to the SSE decoder. Decoded output is bounded per response, so a
-small compressed body cannot expand without limit.
+small compressed body cannot expand without limit, and it is decoded in bounded steps
+(:class:`~pytest_latency.inflate.BoundedInflater`): a gzip bomb fails its request with
+no large buffer left alive by the failure.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import zlib
 
 from pytest_latency.driver.limits import size_text
 from pytest_latency.driver.transport import ProtocolFailure
+from pytest_latency.inflate import BoundedInflater, InflateLimitError
 
 _WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}  # zlib's framing for each coding
 
@@ -34,12 +37,11 @@ def encoding_problem(header: str) -> str | None:
 class BodyDecoder:
     """Decompresses one response body piece by piece, at most ``max_bytes`` in all."""
 
-    __slots__ = ("_coding", "_left", "_max", "_zlib")
+    __slots__ = ("_coding", "_inflater")
 
     def __init__(self, coding: str, max_bytes: int) -> None:
         self._coding = coding
-        self._zlib = zlib.decompressobj(wbits=_WBITS[coding])
-        self._left = self._max = max_bytes
+        self._inflater = BoundedInflater(_WBITS[coding], max_bytes)
 
     @classmethod
     def for_header(cls, header: str, max_bytes: int) -> BodyDecoder | None:
@@ -50,21 +52,22 @@ class BodyDecoder:
             return cls(codings[0], max_bytes)
         return None
 
-    def decode(self, data: bytes) -> bytes:
+    def decode(self, data: bytes) -> list[bytes]:
+        """The decoded pieces of ``data``; :class:`ProtocolFailure` past the limit."""
         try:
-            out = self._zlib.decompress(data, self._left + 1)
-        except zlib.error as exc:
-            raise ProtocolFailure(f"malformed {self._coding} body: {exc}") from None
-        return self._take(out)
-
-    def flush(self) -> bytes:
-        try:
-            return self._take(self._zlib.flush())
+            return self._inflater.feed(data)
+        except InflateLimitError:
+            raise ProtocolFailure(self._over()) from None
         except zlib.error as exc:
             raise ProtocolFailure(f"malformed {self._coding} body: {exc}") from None
 
-    def _take(self, out: bytes) -> bytes:
-        self._left -= len(out)
-        if self._left < 0:
-            raise ProtocolFailure(f"decoded body over {size_text(self._max)}")
-        return out
+    def flush(self) -> list[bytes]:
+        try:
+            return self._inflater.finish()
+        except InflateLimitError:
+            raise ProtocolFailure(self._over()) from None
+        except zlib.error as exc:
+            raise ProtocolFailure(f"malformed {self._coding} body: {exc}") from None
+
+    def _over(self) -> str:
+        return f"decoded body over {size_text(self._inflater.max_bytes)}"

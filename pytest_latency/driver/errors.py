@@ -2,13 +2,17 @@
 
 Servers sometimes echo the request in error bodies ("prompt too long: ..."); records,
 reports and logs must not. Any stretch of the message that matches the prompt is
-treated as an echo and the message is replaced.
+treated as an echo and the message is replaced. Control characters (ESC, CR, C1) are
+escaped (:func:`pytest_latency.shown_text.shown`): a record's error text reaches
+terminals and CI logs.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from pytest_latency.shown_text import shown
 
 MAX_ERROR_CHARS = 200
 _SCAN_CHARS = 2 * MAX_ERROR_CHARS  # only this much of a body is looked at
@@ -33,7 +37,7 @@ def exception_text(exc: BaseException) -> str:
     """``ConnectError: [Errno 111] Connection refused``, truncated."""
     detail = str(exc).strip()
     name = type(exc).__name__
-    return _truncate(f"{name}: {detail}" if detail else name)
+    return _truncate(shown(f"{name}: {detail}" if detail else name))
 
 
 def safe_text(text: str, prompt: str) -> str:
@@ -41,7 +45,7 @@ def safe_text(text: str, prompt: str) -> str:
     text = " ".join(text[:_SCAN_CHARS].split())
     if _echoes(text, prompt):
         return _ECHOED
-    return _truncate(text)
+    return _truncate(shown(text))
 
 
 def _echoes(text: str, prompt: str) -> bool:

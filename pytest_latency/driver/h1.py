@@ -231,13 +231,16 @@ class H1Connection(asyncio.Protocol):
     def _deliver(self) -> None:
         pieces = self._pieces
         if pieces:
-            data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            # Identity bodies are joined (one sink call per read); decoded ones go in their
+            # bounded steps, never copied into one buffer.
+            batch = pieces[:] if self._decoder is not None else [b"".join(pieces)]
             pieces.clear()
-            if self._sink is None:
-                self._backlog.append((self._read_ns, data))
-            elif self._sink(data, self._read_ns):
-                self._stop()
-                return
+            for data in batch:
+                if self._sink is None:
+                    self._backlog.append((self._read_ns, data))
+                elif self._sink(data, self._read_ns):
+                    self._stop()
+                    return
         if self._state == _COMPLETE and self._sink is not None:
             self._state = _IDLE
             self._resolve_end()
@@ -271,12 +274,14 @@ class H1Connection(asyncio.Protocol):
             self._head.set_result(head)
 
     def on_body(self, body: bytes) -> None:
-        if self._decoder is not None:
-            try:
-                body = self._decoder.decode(body)
-            except ProtocolFailure as failure:
-                raise _Refusal(failure) from None
-        self._pieces.append(body)
+        if self._decoder is None:
+            self._pieces.append(body)
+            return
+        try:
+            self._pieces.extend(self._decoder.decode(body))
+        except ProtocolFailure as failure:
+            self._pieces.clear()  # the decoded bytes so far: not kept alive by the failure
+            raise _Refusal(failure) from None
 
     def on_message_complete(self) -> None:
         if self._interim:
@@ -293,9 +298,7 @@ class H1Connection(asyncio.Protocol):
     # -- endings ----------------------------------------------------------------------
     def _complete(self) -> None:
         if self._decoder is not None:
-            tail = self._decoder.flush()
-            if tail:
-                self._pieces.append(tail)
+            self._pieces.extend(self._decoder.flush())
         self._state = _COMPLETE
 
     def _drop(self) -> None:

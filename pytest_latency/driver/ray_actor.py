@@ -93,7 +93,11 @@ class GeneratorWorker:
         self.name = name
         self._outbox: deque[RequestRecord] = deque()
         self._run = _ShippingRun(
-            part, target, self._outbox, spans=ClientSpans(), time_zero=self._time_zero
+            part,
+            target,
+            self._outbox,
+            spans=ClientSpans(prefix=target.trace_prefix),
+            time_zero=self._time_zero,
         )
         self._offset = ClockOffset(0, 0)
         self._ready = threading.Event()

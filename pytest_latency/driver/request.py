@@ -265,7 +265,11 @@ class Sender:
         if state.timings is not None:
             record.stream_timings = state.timings
         record.prompt_tokens, record.cached_tokens = state.prompt_tokens, state.cached_tokens
-        if state.usage_tokens is not None:
+        if state.usage_tokens is not None and implausible_tokens(state.usage_tokens, record):
+            # A count over the request's own cap (or absurd): the chunks are counted
+            # instead, and the record says so; TPOT leaves the request out.
+            record.output_tokens, record.output_tokens_source = state.chunks, "implausible"
+        elif state.usage_tokens is not None:
             record.output_tokens, record.output_tokens_source = state.usage_tokens, "usage"
         else:
             record.output_tokens, record.output_tokens_source = state.chunks, "chunks"
@@ -285,6 +289,16 @@ class Sender:
                 response.header("retry-after"), response.header("retry-after-ms")
             )
             record.retry_after_s = wait if wait is not None else record.retry_after_s
+
+
+#: More output tokens than any one response carries: a count past it is not believed.
+ABSURD_TOKENS = 10_000_000
+
+
+def implausible_tokens(count: int, record: RequestRecord) -> bool:
+    """A server's ``usage.completion_tokens`` over the request's ``max_tokens``, or absurd."""
+    cap = record.max_tokens if record.max_tokens is not None else ABSURD_TOKENS
+    return count > min(cap, ABSURD_TOKENS)
 
 
 def keep_reasoning(record: RequestRecord, state: StreamState, t0_ns: int) -> None:

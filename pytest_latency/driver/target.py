@@ -54,6 +54,9 @@ class Target:
     # keep tokens per chunk; only for servers that accept it (vLLM, see
     # :data:`CONTINUOUS_USAGE_KINDS`).
     continuous_usage_stats: bool = False
+    # The high half of every request's trace id (16 hex digits; None: all random): the
+    # OTLP receiver keeps the run's own spans apart from anyone else's by it.
+    trace_prefix: str | None = None
 
     def __post_init__(self) -> None:
         if self.api not in _PATHS:
@@ -89,7 +92,7 @@ def choose_transport(target: Target, client: httpx.AsyncClient | None) -> Transp
     """A caller's client is used as it is; otherwise the hot path when it applies (asyncio,
     plain http://), else a client of our own (https, trio)."""
     if client is not None:
-        return HttpxTransport(client, target.url, owns_client=False)
+        return HttpxTransport(client, target.url, owns_client=False, limits=target.limits)
     try:
         asyncio.get_running_loop()
         on_asyncio = True
@@ -98,4 +101,4 @@ def choose_transport(target: Target, client: httpx.AsyncClient | None) -> Transp
     url = httpx.URL(target.url)
     if on_asyncio and url.scheme == "http" and url.host:
         return FastTransport(target.url, KEEPALIVE_EXPIRY_S, target.limits)
-    return HttpxTransport(make_client(), target.url, owns_client=True)
+    return HttpxTransport(make_client(), target.url, owns_client=True, limits=target.limits)

@@ -21,12 +21,18 @@ Span names and attributes follow OpenTelemetry's GenAI semantic conventions
 (:mod:`.genai_conventions`): ``chat MODEL``, kind CLIENT, ``gen_ai.*`` request and usage
 attributes and ``error.type`` on failures; the ``pytest_latency.*`` attributes are extras.
 
+Trace ids may start with a run's prefix (``ClientSpans(prefix=...)``: 16 hex digits,
+the high half of the id; the low half stays random, which is what samplers read): the
+OTLP receiver then tells the run's own spans from anyone else's and keeps them apart.
+
 Span times: the span starts at the request's *planned* send time and ends when its
 response ended, the same boundary as the record's e2e. Monotonic instants are turned into
 epoch nanoseconds with one offset per run, never per request.
 """
 
 from __future__ import annotations
+
+import random
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -55,15 +61,32 @@ from pytest_latency.records import RequestRecord
 _PROPAGATOR = TraceContextTextMapPropagator()
 
 
+class PrefixedIds(RandomIdGenerator):
+    """Trace ids whose high 64 bits are a run's prefix (16 hex digits); span ids random."""
+
+    def __init__(self, prefix: str) -> None:
+        if len(prefix) != 16:
+            raise ValueError(f"a trace id prefix is 16 hex digits, got {prefix!r}")
+        self._high = int(prefix, 16) << 64
+
+    def generate_trace_id(self) -> int:
+        low = 0
+        while low == 0:  # an all-zero half is allowed, but keep ids plainly random
+            low = random.getrandbits(64)
+        return self._high | low
+
+
 class ClientSpans:
     """Starts and ends the client span of every request of a run (or of a session)."""
 
-    def __init__(self, exporter: SpanExporter | None = None) -> None:
+    def __init__(self, exporter: SpanExporter | None = None, prefix: str | None = None) -> None:
+        self._ids = RandomIdGenerator() if prefix is None else PrefixedIds(prefix)
         # ALWAYS_ON, never the environment's sampler: see the module docstring.
         self._provider = TracerProvider(
-            sampler=ALWAYS_ON, resource=Resource.create({"service.name": "pytest-latency"})
+            sampler=ALWAYS_ON,
+            resource=Resource.create({"service.name": "pytest-latency"}),
+            id_generator=self._ids,
         )
-        self._ids = RandomIdGenerator()
         self._recording = exporter is not None
         if exporter is not None:
             self._provider.add_span_processor(BatchSpanProcessor(exporter))

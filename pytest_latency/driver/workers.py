@@ -82,7 +82,7 @@ def _worker_main(part: Plan, target: Target, channel: Connection) -> None:
         t0: int = await anyio.to_thread.run_sync(channel.recv)  # before time zero: no lag
         return t0
 
-    run = Run(part, target, ClientSpans(), time_zero=time_zero)
+    run = Run(part, target, ClientSpans(prefix=target.trace_prefix), time_zero=time_zero)
     drive_to_end(run)
     channel.send(run.result())
 

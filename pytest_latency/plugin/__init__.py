@@ -182,13 +182,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     from pytest_latency.report.terminal import format_summary
     from pytest_latency.report.wrapping import wrap
+    from pytest_latency.shown_text import shown
 
     terminalreporter.write_sep("=", "latency summary")
     width = terminalreporter.config.get_terminal_writer().fullwidth
     for line in format_summary(session.runs, width) + [
         line for note in session.output_lines for line in wrap(note, width, hanging="  ")
     ]:
-        terminalreporter.write_line(line)
+        terminalreporter.write_line(shown(line))  # lines quote servers: no escape reaches out
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -5,7 +5,8 @@ error naming the flag. Light imports only (every pytest run imports this)."""
 from __future__ import annotations
 
 from pytest_latency._units import parse_duration
-from pytest_latency.telemetry.settings import parse_listen_address
+from pytest_latency.secret import Secret, from_environment
+from pytest_latency.telemetry.settings import OTLP_TOKEN_VARIABLE, parse_listen_address
 
 #: The summary's percentiles unless ``--latency-percentiles`` says otherwise.
 DEFAULT_PERCENTILES: tuple[float, ...] = (50.0, 95.0, 99.0)
@@ -53,3 +54,10 @@ def percentile_list(value: str) -> tuple[float, ...]:
     if not ps or not all(1 < p < 100 for p in ps):
         raise ValueError("expected percentiles between 1 and 100 (exclusive), e.g. 50,90,99,99.9")
     return tuple(sorted(set(ps)))
+
+
+def otlp_token(flag_value: str | None) -> Secret | None:
+    """The receiver's token: the flag (or its ini twin), else the environment variable."""
+    if flag_value:
+        return Secret(flag_value, "--latency-otlp-token")
+    return from_environment(OTLP_TOKEN_VARIABLE)

@@ -23,15 +23,21 @@ from pytest_latency.plugin.option_values import (
     DEFAULT_PERCENTILES,
     count,
     listen_address,
+    otlp_token,
     parse_seed,
     percentile_list,
     positive_duration,
     trace_url,
 )
 from pytest_latency.plugin.sizes import parse_size
+from pytest_latency.secret import Secret
 from pytest_latency.servers.kinds import CONTAINER_KINDS, KindLookup, is_known, unknown_kind
 from pytest_latency.spec.model import ServerSpec, parse_gpus
-from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, DEFAULT_METRICS_INTERVAL_S
+from pytest_latency.telemetry.settings import (
+    DEFAULT_GRACE_S,
+    DEFAULT_METRICS_INTERVAL_S,
+    OTLP_TOKEN_VARIABLE,
+)
 
 _T = TypeVar("_T")
 INCONCLUSIVE_POLICIES: tuple[str, ...] = ("warn", "fail", "skip")
@@ -92,6 +98,12 @@ FLAGS: tuple[_Flag, ...] = (
         "export client spans to this OTLP/HTTP traces URL, and GenAI client metrics to its"
         " sibling /v1/metrics",
         "URL",
+    ),
+    _Flag(
+        "otlp-token",
+        "the OTLP receiver accepts only posts with 'Authorization: Bearer TOKEN' "
+        f"(or set ${OTLP_TOKEN_VARIABLE})",
+        "TOKEN",
     ),
     _Flag(
         "otlp-grace",
@@ -217,6 +229,7 @@ class LatencyOptions:
     until_decided_s: float | None = None  # default until_decided budget (None: off)
     csv_path: Path | None = None
     percentiles: tuple[float, ...] = DEFAULT_PERCENTILES
+    otlp_token: Secret | None = None  # never shown: a Secret's repr is ***
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -331,6 +344,7 @@ def read_options(config: pytest.Config) -> LatencyOptions:
         ray_address=ray_address,
         ray_workers=ray_workers,
         until_decided_s=_parsed("until-decided", text("until-decided"), positive_duration),
+        otlp_token=otlp_token(text("otlp-token")),
     )
 
 

@@ -24,7 +24,9 @@ def output_paths_problem(options: LatencyOptions) -> str | None:
     """What is wrong with the report paths the flags name, for a usage error; or None.
 
     An existing ``--latency-save-baseline`` file must be a run file: saving merges into
-    it, and an unreadable one would only be found after the whole load.
+    it, and an unreadable one would only be found after the whole load. No two outputs
+    may name one file (the last written would win silently), nor may an output name the
+    ``--latency-baseline`` it reads.
     """
     for flag, path in (
         ("--latency-json", options.json_path),
@@ -36,6 +38,28 @@ def output_paths_problem(options: LatencyOptions) -> str | None:
         problem = path_problem(path) if path is not None else None
         if problem:
             return f"{flag} {path}: {problem}"
+    from pytest_latency.file_format import clashing_paths
+
+    clash = clashing_paths(
+        [("--latency-baseline", options.baseline)],
+        [
+            ("--latency-json", options.json_path),
+            ("--latency-html", options.html_path),
+            ("--latency-csv", options.csv_path),
+            ("--latency-markdown", options.markdown_path),
+        ],
+    ) or clashing_paths(
+        [],  # saving merges into --latency-baseline's file when they are one: allowed
+        [
+            ("--latency-json", options.json_path),
+            ("--latency-html", options.html_path),
+            ("--latency-csv", options.csv_path),
+            ("--latency-markdown", options.markdown_path),
+            ("--latency-save-baseline", options.save_baseline),
+        ],
+    )
+    if clash is not None:
+        return clash
     save, compared = options.save_baseline, options.baseline
     if save is None or not save.is_file():
         return None

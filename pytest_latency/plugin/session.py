@@ -80,6 +80,7 @@ class LatencySession:
                 export_endpoint=options.otlp_endpoint,
                 grace_s=options.otlp_grace_s,
                 metrics_interval_s=options.metrics_interval_s,
+                token=options.otlp_token,
             )
         )
         if options.otlp_receiver is not None:
@@ -244,7 +245,7 @@ class LatencySession:
         """Drive the workload once, or in rounds until decided (plugin/rounds.py)."""
         from pytest_latency.plugin.rounds import Rounds, fresh_plan
 
-        target = run_target(self.options, info, workload)
+        target = run_target(self.options, info, workload, self.telemetry.trace_prefix)
         drive = drive_plan(self.telemetry, self.options, self.progress, target, info)
         if workload.until_decided_s is None:
             return drive(fresh_plan(workload))
@@ -316,7 +317,7 @@ class LatencySession:
             spec,
             template,
             criteria,
-            run_target(self.options, info, template),
+            run_target(self.options, info, template, self.telemetry.trace_prefix),
             confidence=DEFAULT_CONFIDENCE,
             telemetry=ProbeTelemetry(self.telemetry, info.kind, expect_spans),
         )

@@ -31,7 +31,9 @@ def request_options(workload: Workload) -> dict[str, object]:
     return {"ignore_eos": True, "min_tokens": workload.output_tokens}
 
 
-def run_target(options: LatencyOptions, info: ServerInfo, workload: Workload) -> Target:
+def run_target(
+    options: LatencyOptions, info: ServerInfo, workload: Workload, trace_prefix: str | None = None
+) -> Target:
     """Where the run sends, with the response limits and content keeping the flags set."""
     from pytest_latency.driver import ResponseLimits, Target
     from pytest_latency.driver.target import CONTINUOUS_USAGE_KINDS
@@ -48,6 +50,7 @@ def run_target(options: LatencyOptions, info: ServerInfo, workload: Workload) ->
         ),
         record_content=options.record_content,
         continuous_usage_stats=info.kind in CONTINUOUS_USAGE_KINDS,
+        trace_prefix=trace_prefix,
     )
 
 

@@ -10,6 +10,10 @@ and the tokens of each chunk (lists: ``itl_s``, ``chunk_tokens``) stay in the JS
 do prompts and answers (``--latency-record-content``).
 An empty cell is a value the request does not have (no first token, no server report).
 Times are seconds; the header is documented in docs/reports.md.
+
+A text cell that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return
+gets a leading ``'`` (OWASP's rule against CSV injection): a spreadsheet would run it
+as a formula, and test names, error texts and server-reported ids come from outside.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pytest_latency.analysis.baseline import run_keys, stored_key
+from pytest_latency.file_format import replacing
 from pytest_latency.records import RequestRecord, StoredRun, records_to_dicts
 
 RUN_COLUMNS = ("test", "baseline_key")
@@ -41,17 +46,22 @@ def request_columns() -> tuple[str, ...]:
     return RUN_COLUMNS + tuple(name for name in row if name not in _NOT_SCALAR)
 
 
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _cell(value: object) -> object:
-    return "" if value is None else value
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value  # shown as text, never evaluated
+    return value
 
 
 def write_requests_csv(path: Path, runs: Iterable[CsvRun]) -> int:
     """Write the header and one row per request, atomically; returns the rows written."""
     columns = request_columns()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
     written = 0
-    with tmp.open("w", newline="", encoding="utf-8") as handle:
+    with replacing(path) as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for run in runs:
@@ -59,7 +69,6 @@ def write_requests_csv(path: Path, runs: Iterable[CsvRun]) -> int:
                 row = {"test": run.test, "baseline_key": run.baseline_key, **row}
                 writer.writerow([_cell(row.get(name)) for name in columns])
                 written += 1
-    tmp.replace(path)
     return written
 
 

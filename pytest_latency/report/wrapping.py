@@ -4,12 +4,18 @@ Words are never broken: a token longer than the line (a URL, a trace id, a test 
 stands on a line of its own and may run past the width. That is the one exception to
 "every line fits", and it keeps such tokens whole for copying and for terminals that
 make links of them.
+
+Every line's text is passed through :func:`pytest_latency.shown_text.shown`: report
+lines quote servers (error texts, log tails, model names), and no control character or
+workflow command may reach a terminal or a CI log through them.
 """
 
 from __future__ import annotations
 
 import shutil
 import textwrap
+
+from pytest_latency.shown_text import shown
 
 MIN_WIDTH = 40  # below this pytest itself assumes 80 columns
 
@@ -33,7 +39,7 @@ def wrap(text: str, width: int, indent: str = "", hanging: str = "    ") -> list
             break_long_words=False,
             break_on_hyphens=False,
         )
-        lines.extend(wrapper.wrap(paragraph) or [first.rstrip()])
+        lines.extend(wrapper.wrap(shown(paragraph)) or [first.rstrip()])
     return lines
 
 
@@ -46,5 +52,5 @@ def wrap_after(used: int, text: str, width: int) -> list[str]:
     wrapper = textwrap.TextWrapper(
         width=width, initial_indent=" " * used, break_long_words=False, break_on_hyphens=False
     )
-    lines = wrapper.wrap(text) or [" " * used]
+    lines = wrapper.wrap(shown(text)) or [" " * used]
     return [lines[0][used:], *lines[1:]]

@@ -24,6 +24,7 @@ from pytest_latency.servers._http import wait_healthy
 from pytest_latency.servers.base import ServerStartError
 from pytest_latency.servers.heartbeat import Heartbeat
 from pytest_latency.servers.ownership import owner_labels, remove_orphans
+from pytest_latency.shown_text import shown
 from pytest_latency.spec.model import ServerSpec, gpu_ids, parse_gpus
 
 Network = Literal["host", "bridge"]
@@ -220,7 +221,7 @@ def _log_tail(container: Any, secrets: tuple[Secret, ...] = ()) -> str:
     except Exception as error:  # the container may already be removed
         return f"  (logs unavailable: {type(error).__name__})"
     logs = redact(logs, secrets)
-    return "\n".join(f"  | {line}" for line in logs.splitlines()) or "  (no output)"
+    return "\n".join(f"  | {shown(line)}" for line in logs.splitlines()) or "  (no output)"
 
 
 def secret_environment(spec: ContainerSpec) -> dict[str, Secret]:

@@ -15,12 +15,16 @@ that names a version wins. Nothing found is ``None`` for both (never a guess).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
 
+from pytest_latency.driver.bounded_read import AnswerUnreadable
 from pytest_latency.secret import Secret
+from pytest_latency.servers._http import bounded_client, get_json
+from pytest_latency.shown_text import shown
 
 __all__ = ("ENDPOINTS", "ServerVersion", "parse_version", "read_server_version")
 
@@ -79,20 +83,23 @@ def read_server_version(
 ) -> ServerVersion:
     """Ask ``kind``'s own endpoint (every known endpoint when the kind is unknown)."""
     kinds = [kind] if kind in ENDPOINTS else list(dict.fromkeys(ENDPOINTS))
-    headers = {} if api_key is None else {"Authorization": f"Bearer {api_key.reveal()}"}
     asked: set[str] = set()
-    with httpx.Client(timeout=timeout_s, trust_env=False, headers=headers) as client:
+    deadline = time.monotonic() + 2.0 * timeout_s * len(kinds)  # bounded whatever answers
+    # Read bounded (a hostile endpoint cannot grow memory or hold the run), the key in
+    # an httpx.Auth (never in a local dict a traceback would show).
+    with bounded_client(timeout_s, api_key) as client:
         for name in kinds:
             path = ENDPOINTS[name][0]
             if path in asked and name != kind:  # /version serves vLLM and the sim alike
                 continue
             asked.add(path)
             try:
-                response = client.get(f"{base_url}{path}")
-                body = response.json() if response.status_code == 200 else None
-            except (httpx.HTTPError, ValueError):
+                status, body, _ = get_json(client, f"{base_url}{path}", deadline)
+            except (httpx.HTTPError, AnswerUnreadable):
                 continue
-            version, build = parse_version(name, body)
+            version, build = parse_version(name, body if status == 200 else None)
             if version is not None:
-                return ServerVersion(version, build, path)
+                return ServerVersion(
+                    shown(version, 80), None if build is None else shown(build, 80), path
+                )
     return ServerVersion()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from pytest_latency.sim.engine import ServerTimings, State
 from pytest_latency.sim.protocol import Api, response_id
+from pytest_latency.telemetry.settings import OTLP_TOKEN_VARIABLE
 
 SPAN_NAME = "llm_request"  # vLLM's request span
 SERVICE_NAME = "pytest-latency-sim"
@@ -241,4 +243,7 @@ def _otlp_exporter(endpoint: str, timeout_s: float) -> OTLPSpanExporter:
     session = requests.Session()
     # A loopback collector (the plugin's receiver) must not go through an HTTP proxy.
     session.trust_env = urlsplit(endpoint).hostname not in _LOOPBACK
-    return OTLPSpanExporter(endpoint=endpoint, timeout=timeout_s, session=session)
+    # The receiver's token (--latency-otlp-token), when it asks for one.
+    token = os.environ.get(OTLP_TOKEN_VARIABLE)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return OTLPSpanExporter(endpoint=endpoint, timeout=timeout_s, session=session, headers=headers)

@@ -1,8 +1,15 @@
-"""The HTTP side of the OTLP receiver: framing, decompression, decoding, answers."""
+"""The HTTP side of the OTLP receiver: framing, decompression, decoding, answers.
+
+Order of the checks, cheapest first: the path, the bearer token (``401``), a free slot
+among the concurrent posts (``503`` with ``Retry-After``), the content type and
+encoding (``415``), the declared and the decompressed size (``413``); only then parsing.
+"""
 
 from __future__ import annotations
 
+import hmac
 import logging
+import threading
 import zlib
 from http.server import BaseHTTPRequestHandler
 from typing import Protocol
@@ -13,11 +20,22 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+from pytest_latency.inflate import (
+    GZIP_WBITS,
+    RAW_DEFLATE_WBITS,
+    ZLIB_WBITS,
+    BoundedInflater,
+    InflateLimitError,
+)
+from pytest_latency.secret import Secret
+from pytest_latency.shown_text import shown
 from pytest_latency.telemetry.otlp_json import OtlpJsonError, loads_request
 
 logger = logging.getLogger("pytest_latency.telemetry.receiver")
 
 TRACES_PATH = "/v1/traces"
+#: OTLP/JSON is parsed whole by ``json.loads`` (about 5 ms of GIL per MiB): kept small.
+MAX_JSON_BODY_BYTES = 1024 * 1024
 _PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
 _JSON_TYPE = "application/json"
 _IDENTITY = frozenset({"", "identity"})
@@ -31,7 +49,12 @@ class ExportSink(Protocol):
 
     @property
     def max_body_bytes(self) -> int: ...
+    @property
+    def token(self) -> Secret | None: ...
+    @property
+    def post_slots(self) -> threading.BoundedSemaphore: ...
     def ingest(self, request: ExportTraceServiceRequest) -> None: ...
+    def ingest_body(self, body: bytes | bytearray) -> None: ...
     def record_rejection(self, status: int, reason: str) -> None: ...
 
 
@@ -70,26 +93,52 @@ class OtlpHandler(BaseHTTPRequestHandler):
         if self._path() != TRACES_PATH:
             self._reject(Rejection(404, f"no such path {self._path()!r}"))
             return
+        if not self._authorised():
+            self._reject(Rejection(401, "missing or wrong bearer token"))
+            return
+        slots = self._receiver.post_slots
+        if not slots.acquire(blocking=False):
+            self._reject(Rejection(503, "too many concurrent exports; retry later"))
+            return
+        try:
+            self._export()
+        finally:
+            slots.release()
+
+    def _export(self) -> None:
         try:
             is_json = _content_kind(self.headers.get("Content-Type"))
             encoding = _content_encoding(self.headers.get("Content-Encoding"))
             limit = self._receiver.max_body_bytes
             body = _decompress(self._read_body(limit), encoding, limit)
-            request = _decode(body, is_json)
+            if is_json:
+                if len(body) > MAX_JSON_BODY_BYTES:  # parsed whole, holding the GIL
+                    raise Rejection(413, f"OTLP/JSON body over {MAX_JSON_BODY_BYTES} bytes")
+                self._receiver.ingest(_decode_json(body))
+            else:
+                self._receiver.ingest_body(body)
         except Rejection as rejection:
             self._reject(rejection)
+            return
+        except DecodeError as exc:
+            self._reject(Rejection(400, f"undecodable protobuf body: {exc}"))
             return
         except OSError as exc:  # the client went away or stalled past the timeout
             logger.debug("OTLP receiver: connection error while reading: %s", exc)
             self.close_connection = True
             return
-        try:
-            self._receiver.ingest(request)
         except Exception:  # a parser bug must not make exporters retry forever
             logger.exception("OTLP receiver: could not process an export")
             self._reject(Rejection(400, "could not process the export"))
             return
         self._answer_ok(is_json)
+
+    def _authorised(self) -> bool:
+        token = self._receiver.token
+        if token is None:
+            return True
+        given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
+        return hmac.compare_digest(given, f"Bearer {token.reveal()}".encode())
 
     def do_GET(self) -> None:
         self._not_post()
@@ -104,7 +153,9 @@ class OtlpHandler(BaseHTTPRequestHandler):
         self._not_post()
 
     def log_message(self, format: str, *args: object) -> None:
-        logger.debug("OTLP receiver %s: " + format, self.address_string(), *args)
+        # The request line is the sender's text: escaped before it reaches a log.
+        safe = [shown(arg) if isinstance(arg, str) else arg for arg in args]
+        logger.debug("OTLP receiver %s: " + format, self.address_string(), *safe)
 
     def _not_post(self) -> None:
         if self._path() == TRACES_PATH:
@@ -151,6 +202,8 @@ class OtlpHandler(BaseHTTPRequestHandler):
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
+            if status in (429, 503):
+                self.send_header("Retry-After", "1")
             self.send_header("Content-Length", str(len(body)))
             if close:
                 self.send_header("Connection", "close")
@@ -178,42 +231,45 @@ def _content_encoding(value: str | None) -> str:
     raise Rejection(415, f"unsupported Content-Encoding {value!r}")
 
 
-def _decompress(data: bytes, encoding: str, limit: int) -> bytes:
+def _decompress(data: bytes, encoding: str, limit: int) -> bytes | bytearray:
     if encoding in _IDENTITY:
         return data
     if encoding in _GZIP:
-        return _inflate(data, 16 + zlib.MAX_WBITS, limit)
+        return _inflate(data, GZIP_WBITS, limit)
     try:
-        return _inflate(data, zlib.MAX_WBITS, limit)  # zlib-wrapped, as HTTP means it
+        return _inflate(data, ZLIB_WBITS, limit)  # zlib-wrapped, as HTTP means it
     except Rejection as first:
         if first.status != 400:
             raise
-        return _inflate(data, -zlib.MAX_WBITS, limit)  # raw deflate, as some send it
+        return _inflate(data, RAW_DEFLATE_WBITS, limit)  # raw deflate, as some send it
 
 
-def _inflate(data: bytes, wbits: int, limit: int) -> bytes:
-    inflater = zlib.decompressobj(wbits)
+def _inflate(data: bytes, wbits: int, limit: int) -> bytearray:
+    """Decompressed in bounded steps (zlib lets the GIL go meanwhile), at most ``limit``;
+    gathered step by step, never in one copy of the whole body that holds the GIL."""
+    inflater = BoundedInflater(wbits, limit)
+    out = bytearray()
     try:
-        out = inflater.decompress(data, limit + 1)
+        for piece in inflater.feed(data):
+            out += piece
+        for piece in inflater.finish():
+            out += piece
+    except InflateLimitError:
+        raise Rejection(413, f"decompressed body exceeds {limit} bytes") from None
     except zlib.error as exc:
         raise Rejection(400, f"undecodable compressed body: {exc}") from None
-    if len(out) > limit:
-        raise Rejection(413, f"decompressed body exceeds {limit} bytes")
     if not inflater.eof:
         raise Rejection(400, "truncated compressed body")
     return out
 
 
-def _decode(body: bytes, is_json: bool) -> ExportTraceServiceRequest:
-    if is_json:
-        try:
-            return loads_request(body)
-        except OtlpJsonError as exc:
-            raise Rejection(400, str(exc)) from None
+def _decode_json(body: bytes | bytearray) -> ExportTraceServiceRequest:
     try:
-        return ExportTraceServiceRequest.FromString(body)
-    except DecodeError as exc:
-        raise Rejection(400, f"undecodable protobuf body: {exc}") from None
+        return loads_request(body)
+    except OtlpJsonError as exc:
+        raise Rejection(400, str(exc)) from None
+    except RecursionError:  # nested thousands deep: answered, and counted, as bad
+        raise Rejection(400, "not JSON: nested too deep") from None
 
 
 def read_chunked(rfile: _Readable, limit: int) -> bytes:

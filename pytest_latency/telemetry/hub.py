@@ -6,6 +6,8 @@ session is created: the plugin creates a session in every pytest run.
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 from pytest_latency.errors import ReceiverUnavailable as ReceiverUnavailable  # re-exported
 from pytest_latency.telemetry.settings import (
     DEFAULT_METRICS_INTERVAL_S,
+    OTLP_TOKEN_VARIABLE,
     TelemetrySettings,
     parse_listen_address,
 )
@@ -51,6 +54,9 @@ class Observation:
 class TelemetryHub:
     def __init__(self, settings: TelemetrySettings) -> None:
         self.settings = settings
+        # The high half of this session's trace ids: the receiver keeps spans of these
+        # apart from any other sender's (docs/tracing.md, "Limits").
+        self.trace_prefix = secrets.token_hex(8)
         self._receiver: OtlpReceiver | None = None
         self._spans: ClientSpans | None = None
         self._metrics: ClientMetrics | None = None
@@ -71,8 +77,14 @@ class TelemetryHub:
             host, port = ("127.0.0.1", 0)
             if self.settings.receiver_address:
                 host, port = parse_listen_address(self.settings.receiver_address)
+            token = self.settings.token
+            if token is not None:  # the servers the plugin starts (the embedded one) send it
+                os.environ.setdefault(OTLP_TOKEN_VARIABLE, token.reveal())
             try:
-                self._receiver = OtlpReceiver(host=host, port=port).start()
+                self._receiver = OtlpReceiver(
+                    host=host, port=port, token=self.settings.token,
+                    trace_prefix=self.trace_prefix,
+                ).start()  # fmt: skip
             except OSError as error:
                 raise ReceiverUnavailable(f"cannot listen on {host}:{port}: {error}") from None
         return self._receiver
@@ -89,7 +101,7 @@ class TelemetryHub:
                 )
 
                 exporter = OTLPSpanExporter(endpoint=self.settings.export_endpoint)
-            self._spans = ClientSpans(exporter)
+            self._spans = ClientSpans(exporter, prefix=self.trace_prefix)
         return self._spans
 
     def export_client_metrics(self, records: Sequence[RequestRecord], target: GenAiTarget) -> None:

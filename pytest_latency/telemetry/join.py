@@ -68,6 +68,23 @@ def record_timings(record: RequestRecord, from_spans: ServerTimings | None) -> S
     return found
 
 
+#: A server duration for a request that never ended is believed up to this (a day).
+_MAX_UNENDED_S = 86_400.0
+
+
+def _plausible_limit(record: RequestRecord) -> float:
+    """The longest a server duration of ``record`` can be: its own end to end (the server
+    cannot have spent longer on it than the client waited), or a day when it never ended."""
+    e2e = record.e2e_s
+    return max(0.0, e2e) if e2e is not None else _MAX_UNENDED_S
+
+
+def _clamped(value: float | None, limit: float) -> float | None:
+    """``value`` at most ``limit``: a server's ``queue;dur=1.7e308`` becomes the request's
+    own e2e, never a number that overflows a sum or a report."""
+    return None if value is None else min(value, limit)
+
+
 def join_records(
     records: Sequence[RequestRecord],
     span_timings: Mapping[str, ServerTimings],
@@ -77,7 +94,9 @@ def join_records(
     receiver: str | None = None,
     expect_spans: bool = False,
 ) -> JoinReport:
-    """Fill each record's server durations in place; return the counts.
+    """Fill each record's server durations in place; return the counts. Each duration is
+    clamped to the request's own e2e (:func:`_clamped`): the server's word, not beyond
+    what the client saw.
 
     ``expect_spans``: the server is known to send spans to ``receiver``; their absence
     is then described in ``span_problem``.
@@ -88,9 +107,10 @@ def join_records(
         timings = record_timings(record, span_timings.get(record.trace_id))
         if timings is None:
             continue
-        record.queue_wait_s = timings.queue_wait_s
-        record.prefill_s = timings.prefill_s
-        record.decode_s = timings.decode_s
+        limit = _plausible_limit(record)
+        record.queue_wait_s = _clamped(timings.queue_wait_s, limit)
+        record.prefill_s = _clamped(timings.prefill_s, limit)
+        record.decode_s = _clamped(timings.decode_s, limit)
         record.server_source = timings.source
         if any(v is not None for v in (timings.queue_wait_s, timings.prefill_s, timings.decode_s)):
             joined += 1

@@ -36,7 +36,7 @@ class OtlpJsonError(ValueError):
     """The body is not an OTLP/JSON trace export request."""
 
 
-def loads_request(body: bytes | str) -> ExportTraceServiceRequest:
+def loads_request(body: bytes | bytearray | str) -> ExportTraceServiceRequest:
     """Parse an OTLP/JSON ``ExportTraceServiceRequest`` (hex ids); unknown fields ignored."""
     try:
         document = json.loads(body)

@@ -33,6 +33,7 @@ __all__ = (
     "parse_exposition",
 )
 
+from pytest_latency.driver.bounded_read import ACCEPT_ENCODING, AnswerUnreadable, read_bounded
 from pytest_latency.telemetry.exposition import (
     KINDS,
     METRIC_NAMES,
@@ -198,7 +199,7 @@ class MetricsScraper:
         )
 
     def _run(self) -> None:
-        headers = {"Accept": _ACCEPT}
+        headers = {"Accept": _ACCEPT, "Accept-Encoding": ACCEPT_ENCODING}
         with httpx.Client(trust_env=False, timeout=self.timeout_s, headers=headers) as client:
             interval_ns = int(self.interval_s * 1e9)
             next_ns = time.perf_counter_ns()
@@ -249,17 +250,14 @@ class MetricsScraper:
             series.append(values.get(key))
 
     def _fetch(self, client: httpx.Client, deadline_ns: int) -> str:
-        """The body of ``GET metrics_url`` (200 only), bounded in size and total time."""
+        """The body of ``GET metrics_url`` (200 only), bounded in size (raw and decoded,
+        decoded in bounded steps) and total time."""
+        deadline = time.monotonic() + max(0.0, (deadline_ns - time.perf_counter_ns()) / 1e9)
         with client.stream("GET", self.metrics_url) as response:
             if response.status_code != 200:
                 raise _ScrapeError(f"HTTP {response.status_code} from /metrics")
-            chunks: list[bytes] = []
-            size = 0
-            for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > MAX_BODY_BYTES:
-                    raise _ScrapeError(f"/metrics body over {MAX_BODY_BYTES} bytes")
-                if time.perf_counter_ns() > deadline_ns:
-                    raise _ScrapeError(f"/metrics took over {self.timeout_s}s")
-                chunks.append(chunk)
-        return b"".join(chunks).decode("utf-8", errors="replace")
+            try:
+                body = read_bounded(response, deadline, MAX_BODY_BYTES)
+            except AnswerUnreadable as error:
+                raise _ScrapeError(f"/metrics: {error}") from None
+        return body.decode("utf-8", errors="replace")

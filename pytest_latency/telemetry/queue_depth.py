@@ -13,10 +13,13 @@ view, every request ended).
 
 from __future__ import annotations
 
+import json
+import time
 from typing import Any
 
 import httpx
 
+from pytest_latency.driver.bounded_read import AnswerUnreadable, read_bounded
 from pytest_latency.telemetry.prometheus import detect_kind, parse_exposition
 
 LOADS_PATH = "/v1/loads"
@@ -39,6 +42,12 @@ def parse_loads(document: Any) -> dict[str, float] | None:
     return {"waiting": waiting, "running": running}
 
 
+def _bounded_get(client: httpx.Client, url: str) -> tuple[int, bytes]:
+    """``GET url``: its status and body, read bounded (1 MiB, decoded too, 5 s)."""
+    with client.stream("GET", url) as response:
+        return response.status_code, read_bounded(response, time.monotonic() + 5.0)
+
+
 def queue_depth(client: httpx.Client, base_url: str) -> dict[str, float]:
     """The server's ``waiting``/``running`` now (either may be absent; {} when unknown).
 
@@ -46,16 +55,16 @@ def queue_depth(client: httpx.Client, base_url: str) -> dict[str, float]:
     """
     base = base_url.rstrip("/")
     try:
-        text = client.get(f"{base}/metrics").text
+        text = _bounded_get(client, f"{base}/metrics")[1].decode("utf-8", errors="replace")
         kind = detect_kind(text)
         values = parse_exposition(text, kind) if kind else {}
-    except (httpx.HTTPError, ValueError):
+    except (httpx.HTTPError, ValueError, AnswerUnreadable):
         return {}
     if kind != "sglang":
         return values
     try:
-        response = client.get(f"{base}{LOADS_PATH}")
-        live = parse_loads(response.json()) if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError):
+        status, body = _bounded_get(client, f"{base}{LOADS_PATH}")
+        live = parse_loads(json.loads(body)) if status == 200 else None
+    except (httpx.HTTPError, ValueError, RecursionError, AnswerUnreadable):
         live = None
     return live if live is not None else {}

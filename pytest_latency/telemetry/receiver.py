@@ -10,6 +10,14 @@ talk to this (see ``docs/tracing.md``).
 
 The receiver keeps only the parsed :class:`ServerTimings` per trace id, never spans,
 in a bounded store. It binds ``127.0.0.1`` unless told otherwise.
+
+A sender cannot cost the run its memory or its timing (docs/tracing.md, "Limits"): at
+most ``max_concurrent_posts`` exports are read at once (``503`` with ``Retry-After``
+past it), each at most ``max_body_bytes`` decompressed (``413``), decompressed in
+bounded steps; one export is parsed at a time, span by span (:mod:`.otlp_wire`), so the
+driving loop waits at most a GIL switch interval for it; the store keeps the run's own
+trace ids (``trace_prefix``) apart from any other, so outside spans cannot evict them;
+and with a ``token`` every post must carry ``Authorization: Bearer TOKEN`` (``401``).
 """
 
 from __future__ import annotations
@@ -18,16 +26,20 @@ import contextlib
 import logging
 import socket
 import threading
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from http.server import ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from pytest_latency.secret import Secret
+from pytest_latency.shown_text import shown
 from pytest_latency.telemetry._http import TRACES_PATH, OtlpHandler
+from pytest_latency.telemetry.otlp_wire import body_spans, message_spans
 from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, parse_listen_address
-from pytest_latency.telemetry.spans import parse_export_request
+from pytest_latency.telemetry.spans import merge_all, parse_span
 from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S, TimingStore
 from pytest_latency.telemetry.timings import ServerTimings
 
@@ -41,8 +53,11 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-#: Largest accepted body, after decompression (the OTLP exporters' own default cap).
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+#: Largest accepted body, after decompression (a batch of 512 vLLM spans is ~1 MiB).
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Exports read at once; more are answered 503 (OTLP exporters retry those).
+DEFAULT_MAX_CONCURRENT_POSTS = 4
+_STORE_BATCH = 1024  # spans parsed before their timings go to the store
 _POLL_S = 0.05
 _LOUD_REJECTIONS = 5  # rejections logged at WARNING; later ones at DEBUG
 
@@ -98,11 +113,17 @@ class OtlpReceiver:
         *,
         max_traces: int = DEFAULT_MAX_TRACES,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_concurrent_posts: int = DEFAULT_MAX_CONCURRENT_POSTS,
+        token: Secret | None = None,
+        trace_prefix: str | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self.max_body_bytes = max_body_bytes
-        self._store = TimingStore(max_traces)
+        self.token = token
+        self.post_slots = threading.BoundedSemaphore(max_concurrent_posts)
+        self._parsing = threading.Lock()  # one export parsed at a time
+        self._store = TimingStore(max_traces, own_prefix=trace_prefix)
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -181,12 +202,32 @@ class OtlpReceiver:
     # -- data ------------------------------------------------------------------------
 
     def ingest(self, request: ExportTraceServiceRequest) -> None:
-        """Parse and store one export request (what ``POST /v1/traces`` does)."""
-        batch = parse_export_request(request)
-        self._store.add(batch.timings.values())
+        """Parse and store one parsed export request (OTLP/JSON arrives so)."""
+        self._ingest_spans(message_spans(request))
+
+    def ingest_body(self, body: bytes | bytearray) -> None:
+        """Parse and store one OTLP/protobuf export body, span by span (what ``POST
+        /v1/traces`` does); DecodeError when it is malformed."""
+        self._ingest_spans(body_spans(body))
+
+    def _ingest_spans(self, spans: Iterable[tuple[str, Span | None]]) -> None:
+        total = ignored = 0
+        batch: list[ServerTimings] = []
+        with self._parsing:
+            for scope_name, span in spans:
+                total += 1
+                timings = None if span is None else parse_span(span, scope_name)
+                if timings is None:
+                    ignored += 1
+                    continue
+                batch.append(timings)
+                if len(batch) >= _STORE_BATCH:  # the store's caps apply as we go
+                    self._store.add(merge_all(batch).values())
+                    batch.clear()
+            self._store.add(merge_all(batch).values())
         with self._lock:
-            self._spans += batch.spans
-            self._ignored += batch.ignored
+            self._spans += total
+            self._ignored += ignored
             self._exports += 1
 
     def timings(
@@ -228,7 +269,8 @@ class OtlpReceiver:
 
     @property
     def bad_requests(self) -> int:
-        """Requests answered 400/411/413: undecodable, unframed or oversized bodies."""
+        """Requests answered 400/411/413: undecodable, unframed or oversized bodies
+        (429 and 503, posts past the concurrency cap, are in :attr:`rejections`)."""
         with self._lock:
             return sum(n for status, n in self._rejections.items() if status in (400, 411, 413))
 
@@ -249,4 +291,4 @@ class OtlpReceiver:
             self._rejections[status] = self._rejections.get(status, 0) + 1
             total = sum(self._rejections.values())
         level = logging.WARNING if total <= _LOUD_REJECTIONS and status != 404 else logging.DEBUG
-        logger.log(level, "OTLP receiver answered %d: %s", status, reason)
+        logger.log(level, "OTLP receiver answered %d: %s", status, shown(reason, 300))

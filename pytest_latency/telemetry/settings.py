@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_latency.secret import Secret
+
 __all__ = (
     "DEFAULT_GRACE_S",
     "DEFAULT_METRICS_INTERVAL_S",
+    "OTLP_TOKEN_VARIABLE",
     "TelemetrySettings",
     "parse_listen_address",
 )
 
+#: The environment variable holding the receiver's bearer token (--latency-otlp-token).
+OTLP_TOKEN_VARIABLE = "PYTEST_LATENCY_OTLP_TOKEN"
 #: Default wait for late spans when joining (vLLM exports in batches, seconds late).
 DEFAULT_GRACE_S = 10.0
 #: Default interval between scrapes of the server's ``/metrics`` during a run.
@@ -27,6 +32,7 @@ class TelemetrySettings:
     export_endpoint: str | None = None  # OTLP/HTTP collector for client spans
     grace_s: float = DEFAULT_GRACE_S
     metrics_interval_s: float = DEFAULT_METRICS_INTERVAL_S  # 0 disables scraping
+    token: Secret | None = None  # the receiver's bearer token (--latency-otlp-token)
 
 
 def parse_listen_address(text: str) -> tuple[str, int]:

@@ -14,11 +14,14 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from pytest_latency.telemetry.packed import pack, unpack
 from pytest_latency.telemetry.timings import ServerTimings
 
-__all__ = ("DEFAULT_MAX_TRACES", "DEFAULT_SETTLE_S", "TimingStore")
+__all__ = ("DEFAULT_MAX_FOREIGN", "DEFAULT_MAX_TRACES", "DEFAULT_SETTLE_S", "TimingStore")
 
 DEFAULT_MAX_TRACES = 1_000_000
+#: Trace ids kept that are not the run's own (when the run's prefix is known).
+DEFAULT_MAX_FOREIGN = 20_000
 #: Quiet time after the last requested trace arrived before :meth:`wait_for` returns.
 DEFAULT_SETTLE_S = 0.25
 
@@ -35,13 +38,27 @@ class TimingStore:
 
     At most ``max_traces`` distinct trace ids are kept; spans for further new trace ids
     are dropped and counted in :attr:`traces_dropped` (updates to kept ids still merge).
+
+    ``own_prefix``: the hex start of the run's own trace ids (the driver makes them so).
+    Then the store keeps two budgets: ``max_traces`` for the run's own ids and
+    ``max_foreign`` for any other, so spans from outside the run (a flood of junk ids)
+    can never take the room of the run's own.
     """
 
-    def __init__(self, max_traces: int = DEFAULT_MAX_TRACES) -> None:
+    def __init__(
+        self,
+        max_traces: int = DEFAULT_MAX_TRACES,
+        *,
+        own_prefix: str | None = None,
+        max_foreign: int = DEFAULT_MAX_FOREIGN,
+    ) -> None:
         if max_traces < 1:
             raise ValueError("max_traces must be at least 1")
         self._max_traces = max_traces
-        self._items: dict[str, ServerTimings] = {}
+        self._own_prefix = own_prefix
+        self._max_foreign = max_foreign
+        self._counts = [0, 0]  # stored ids: [foreign, own]
+        self._items: dict[str, bytes] = {}  # packed: no work for the GC (see .packed)
         self._cond = threading.Condition()
         self._watches: list[_Watch] = []
         self._last_add = -math.inf
@@ -64,10 +81,14 @@ class TimingStore:
             touched: list[str] = []
             for item in timings:
                 known = self._items.get(item.trace_id)
-                if known is None and len(self._items) >= self._max_traces:
-                    self._dropped += 1
-                    continue
-                self._items[item.trace_id] = item if known is None else known.merged(item)
+                if known is None:
+                    own = self._is_own(item.trace_id)
+                    if self._counts[own] >= (self._max_traces if own else self._max_foreign):
+                        self._dropped += 1
+                        continue
+                    self._counts[own] += 1
+                merged = item if known is None else unpack(item.trace_id, known).merged(item)
+                self._items[item.trace_id] = pack(merged)
                 touched.append(item.trace_id)
             if not touched:
                 return
@@ -79,10 +100,15 @@ class TimingStore:
                     watch.last_change = now
             self._cond.notify_all()
 
+    def _is_own(self, trace_id: str) -> bool:
+        prefix = self._own_prefix
+        return prefix is None or trace_id.startswith(prefix)
+
     def get(self, trace_id: str) -> ServerTimings | None:
         """The timings stored for one trace id, if any."""
         with self._cond:
-            return self._items.get(trace_id)
+            data = self._items.get(trace_id)
+            return None if data is None else unpack(trace_id, data)
 
     def wait_for(
         self,
@@ -109,7 +135,7 @@ class TimingStore:
             self._watches.append(watch)
             try:
                 self._wait(watch, deadline, settle)
-                return {tid: self._items[tid] for tid in wanted if tid in self._items}
+                return {tid: unpack(tid, self._items[tid]) for tid in wanted if tid in self._items}
             finally:
                 self._watches.remove(watch)
 
@@ -136,3 +162,4 @@ class TimingStore:
         """Forget every stored trace (counters are kept)."""
         with self._cond:
             self._items.clear()
+            self._counts = [0, 0]

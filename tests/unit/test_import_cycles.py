@@ -74,4 +74,6 @@ def test_the_package_root_holds_only_the_facade_and_the_shared_basics() -> None:
         "keys.py",
         "_units.py",
         "secret.py",
+        "shown_text.py",
+        "inflate.py",
     }

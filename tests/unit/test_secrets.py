@@ -41,6 +41,22 @@ def test_a_secret_shows_as_stars_everywhere_but_reveal() -> None:
     assert pickle.loads(pickle.dumps(secret)).reveal() == FAKE_TOKEN  # to worker processes
 
 
+def test_redact_hides_any_stretch_of_eight_or_more_characters() -> None:
+    secret = Secret(FAKE_TOKEN)
+    quoted = f"key {FAKE_TOKEN[2:10]} and {FAKE_TOKEN[5:20]}; short {FAKE_TOKEN[:7]} stays"
+    assert redact(quoted, [secret]) == f"key *** and ***; short {FAKE_TOKEN[:7]} stays"
+
+
+def test_the_readiness_key_travels_in_an_auth_whose_repr_hides_it() -> None:
+    from pytest_latency.servers._http import BearerAuth, bounded_client
+
+    auth = BearerAuth(Secret(FAKE_TOKEN))
+    assert FAKE_TOKEN not in repr(auth) and FAKE_TOKEN not in saferepr(auth)
+    with bounded_client(1.0, Secret(FAKE_TOKEN)) as client:
+        assert "authorization" not in client.headers  # added as each request leaves
+        assert FAKE_TOKEN not in repr(vars(client))
+
+
 def test_redact_hides_whole_values_and_a_cut_off_head() -> None:
     secret = Secret(FAKE_TOKEN)
     assert redact(f"bad key {FAKE_TOKEN}, try again", [secret]) == "bad key ***, try again"
@@ -190,7 +206,9 @@ def test_an_unset_key_variable_is_a_usage_error(pytester: pytest.Pytester) -> No
 def test_a_key_refused_at_the_preflight_is_an_error_that_hides_it(
     pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    refusal = json.dumps({"error": {"message": f"Incorrect API key provided: {FAKE_TOKEN}"}})
+    # The server quotes the key, and a stretch from its middle (as some gateways do).
+    message = f"Incorrect API key provided: {FAKE_TOKEN} (near '{FAKE_TOKEN[3:14]}')"
+    refusal = json.dumps({"error": {"message": message}})
     server.route("guarded", Script(status=401, content_type="application/json",
                                    steps=(Step(0.0, refusal.encode()),)))  # fmt: skip
     server.models = ["guarded"]
@@ -198,11 +216,16 @@ def test_a_key_refused_at_the_preflight_is_an_error_that_hides_it(
     spec = pytester.path / "guarded.slo.yaml"
     spec.write_text(textwrap.dedent(SPEC.format(url=server.url)))
     result = pytester.runpytest_subprocess(
-        "-l", "--tb=long", "-rA", "--log-level=DEBUG", "-p", "no:randomly",
-        "--latency-api-key-env", KEY_VARIABLE, spec.name,
+        "-l", "--fulltrace", "--tb=long", "-rA", "--log-level=DEBUG", "-p", "no:randomly",
+        "--latency-api-key-env", KEY_VARIABLE, "--junitxml", "junit.xml", spec.name,
     )  # fmt: skip
     result.assert_outcomes(errors=1)
     output = "\n".join(result.outlines + result.errlines)
     assert "server not ready" in output and "HTTP 401" in output and "***" in output
-    assert FAKE_TOKEN not in output
+    junit = (pytester.path / "junit.xml").read_text()
+    assert "server not ready" in junit
+    # No stretch of 8 characters of the key, anywhere: not in -l's locals, not in JUnit.
+    for start in range(len(FAKE_TOKEN) - 7):
+        stretch = FAKE_TOKEN[start : start + 8]
+        assert stretch not in output and stretch not in junit, stretch
     assert server.exchanges[0].headers["authorization"] == f"Bearer {FAKE_TOKEN}"

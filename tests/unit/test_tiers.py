@@ -1,4 +1,5 @@
-"""The test suite keeps its tiers: every test module is in unit/ or e2e/, unit mirrors the
+"""The test suite keeps its tiers: every test module is in unit/, e2e/ or security/ (each
+marked ``security``), unit mirrors the
 package, tests share code only through tests/helpers, container tests are marked
 (docs/architecture.md, "Tests")."""
 
@@ -39,7 +40,7 @@ def test_every_test_module_is_in_a_tier() -> None:
     stray = [
         str(path.relative_to(ROOT))
         for path in TESTS.rglob("test_*.py")
-        if path.relative_to(TESTS).parts[0] not in {"unit", "e2e"}
+        if path.relative_to(TESTS).parts[0] not in {"unit", "e2e", "security"}
     ]
     assert stray == []
 
@@ -115,5 +116,17 @@ def test_serial_tests_are_also_slow() -> None:
         if isinstance(node, ast.FunctionDef)
         and "pytest.mark.serial" in _marks(node.decorator_list)
         and "pytest.mark.slow" not in _marks(node.decorator_list)
+    ]
+    assert unmarked == []
+
+
+def test_every_security_module_is_marked() -> None:
+    unmarked = [
+        str(path.relative_to(ROOT))
+        for path in (TESTS / "security").rglob("test_*.py")
+        if not any(
+            line.startswith("pytestmark =") and "pytest.mark.security" in line
+            for line in path.read_text().splitlines()
+        )
     ]
     assert unmarked == []

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_latency.file_format import replacing
 from pytest_latency.report.html.model import ReportRun
 
 if TYPE_CHECKING:
@@ -59,10 +60,8 @@ def stored_report_runs(
 
 def write_text_atomically(path: Path, content: str) -> None:
     """Write ``content`` to ``path`` through a temporary file; the folder is created."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(content, encoding="utf-8")
-    tmp.replace(path)
+    with replacing(path) as handle:
+        handle.write(content)
 
 
 def write_html(path: Path, results: Sequence[LatencyResult]) -> None:

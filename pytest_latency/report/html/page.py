@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from importlib.resources import files
 
 from pytest_latency.analysis.classes import class_lines
+from pytest_latency.file_format import finite_or_null
 from pytest_latency.report.environment_text import environment_line
 from pytest_latency.report.html import palette, svg
 from pytest_latency.report.html.breakdown import attribution_chart
@@ -56,8 +57,12 @@ def _asset(name: str) -> str:
 
 
 def json_for_script(value: object) -> str:
-    """JSON that cannot end its ``<script>`` element or open a comment inside it."""
-    text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    """JSON that cannot end its ``<script>`` element or open a comment inside it; a
+    non-finite number is null (strict JSON, whatever a server reported)."""
+    try:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(finite_or_null(value), separators=(",", ":"), allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 

@@ -60,8 +60,8 @@ def test_gzip_and_deflate_decode_in_pieces() -> None:
     for header, packed in (("gzip", gzip.compress(body)), ("deflate", zlib.compress(body))):
         decoder = BodyDecoder.for_header(header, 1 << 20)
         assert decoder is not None
-        out = b"".join(decoder.decode(packed[i : i + 7]) for i in range(0, len(packed), 7))
-        assert out + decoder.flush() == body
+        pieces = [p for i in range(0, len(packed), 7) for p in decoder.decode(packed[i : i + 7])]
+        assert b"".join(pieces + decoder.flush()) == body
 
 
 def test_a_compressed_body_cannot_expand_past_its_bound() -> None:
@@ -69,6 +69,28 @@ def test_a_compressed_body_cannot_expand_past_its_bound() -> None:
     assert decoder is not None
     with pytest.raises(ProtocolFailure, match="decoded body over 1000 bytes"):
         decoder.decode(gzip.compress(b"\0" * 100_000))
+
+
+def test_a_gzip_bomb_decodes_in_bounded_steps_and_its_failure_keeps_no_buffer() -> None:
+    bomb = gzip.compress(b"\0" * (48 << 20))  # ~48 KiB that would expand to 48 MiB
+    decoder = BodyDecoder.for_header("gzip", 8 << 20)
+    assert decoder is not None
+    with pytest.raises(ProtocolFailure, match="decoded body over 8 MiB") as caught:
+        decoder.decode(bomb)
+    # Everything the failure keeps alive: the frames of its traceback and their locals.
+    held = 0
+    tb = caught.value.__traceback__
+    while tb is not None:
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, (bytes, bytearray)):
+                held += len(value)
+            elif isinstance(value, list):
+                held += sum(len(v) for v in value if isinstance(v, (bytes, bytearray)))
+        tb = tb.tb_next
+    assert held < len(bomb) + (1 << 20)
+    ok = BodyDecoder.for_header("gzip", 64 << 20)
+    assert ok is not None
+    assert max(len(piece) for piece in ok.decode(bomb)) <= 256 * 1024
 
 
 def test_an_endless_line_is_refused_at_its_bound() -> None:

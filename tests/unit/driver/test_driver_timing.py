@@ -45,7 +45,7 @@ TIMELINE = Script(
         Step(0.100, chat_chunk(""), "empty"),
         *(Step(at, chat_chunk(f"tok{i} "), "content") for i, at in enumerate(CONTENT_AT)),
         Step(0.380, chat_chunk(finish="length"), "finish"),
-        Step(0.390, usage_chunk(42), "usage"),
+        Step(0.390, usage_chunk(12), "usage"),
         Step(0.400, DONE, "done"),
     )
 )
@@ -77,7 +77,7 @@ def timeline_errors(server: ScriptedServer, run: Run, preempted_s: float) -> dic
         assert record.ttft_s == pytest.approx(0.200, abs=nominal)
         assert record.e2e_s == pytest.approx(0.400, abs=nominal)
         assert record.itl_s == pytest.approx([0.04] * 4, abs=nominal)
-        assert record.output_tokens == 42 and record.output_tokens_source == "usage"
+        assert record.output_tokens == 12 and record.output_tokens_source == "usage"
         lag = record.schedule_lag_s
         assert lag is not None and -0.0005 < lag < 0.02 + preempted_s
     return errors

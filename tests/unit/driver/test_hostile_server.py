@@ -241,7 +241,7 @@ CASES: dict[str, Case] = {
     "corrupt-gzip-body": Case(
         once(head("200 OK", "content-encoding: gzip", "content-length: 8"), b"notgzip!"),
         Status.PROTOCOL_ERROR,
-        {"hot": "malformed gzip body", "httpx": "DecodingError"},
+        "malformed gzip body",  # both transports decode in bounded steps, alike
     ),
     "oversized-head": Case(
         endless_head,

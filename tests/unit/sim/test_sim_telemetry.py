@@ -39,6 +39,10 @@ class CapturingReceiver(OtlpReceiver):
         self._raw_lock = threading.Lock()
 
     def ingest(self, request: ExportTraceServiceRequest) -> None:
+        self.capture(request)
+        super().ingest(request)
+
+    def capture(self, request: ExportTraceServiceRequest) -> None:
         with self._raw_lock:
             for resource_spans in request.resource_spans:
                 for kv in resource_spans.resource.attributes:
@@ -48,7 +52,10 @@ class CapturingReceiver(OtlpReceiver):
                     for span in scope_spans.spans:
                         attrs = {kv.key: kv.value for kv in span.attributes}
                         self.spans[span.trace_id.hex()] = (span, attrs)
-        super().ingest(request)
+
+    def ingest_body(self, body: bytes | bytearray) -> None:  # protobuf exports arrive as bytes
+        self.capture(ExportTraceServiceRequest.FromString(bytes(body)))
+        super().ingest_body(body)
 
 
 @pytest.fixture(scope="module")
