@@ -17,8 +17,9 @@ import pytest
 
 from pytest_latency.errors import ServerNotReady
 from pytest_latency.servers import ServerStartError
-from pytest_latency.servers._http import discover_model, probe_version
+from pytest_latency.servers._http import discover_model
 from pytest_latency.servers.preflight import check_ready
+from pytest_latency.servers.server_version import read_server_version
 from tests.helpers import hostile_server as hostile
 from tests.helpers.hostile_server import HostileServer, Script
 
@@ -92,7 +93,7 @@ def test_the_version_probe_and_model_discovery_are_bounded() -> None:
     with HostileServer(hostile.answers, get_script=hostile.gzip_models(BOMB)) as server:
         tracemalloc.start()
         try:
-            assert probe_version(server.url) is None
+            assert read_server_version(server.url, "unknown").version is None
             with pytest.raises(ServerStartError, match="decoded body over 1 MiB"):
                 discover_model(server.url, timeout_s=TIMEOUT_S)
             peak = tracemalloc.get_traced_memory()[1]
