@@ -1,9 +1,9 @@
 """The long version of tests/unit/analysis/test_margin_verdicts.py: the CI-size table.
 
-    python benchmarks/sim_margin_verdicts.py [REPLICATES]   # default 600; ~5 min on one core
+    python benchmarks/sim_margin_verdicts.py [REPLICATES]   # default 600; about 30 s idle
 
 Prints the PASS and FAIL shares that docs/statistics.md quotes for percentile verdicts at
-CI size (240 requests), at the truth and with clear margins.
+CI size (240 requests), at the truth and with clear margins, and for longer runs of loaded queues.
 """
 
 from __future__ import annotations

@@ -22,8 +22,10 @@ spread, so a plain Student's t interval passed an M/M/1 queue at 0.9 at the trut
   error, but never under :data:`MIN_CRITICAL`: calibrated by simulation so that the
   truth errs at most 2% a side over the tables in docs/statistics.md;
 * the upper side (a PASS) is used only when the batches are at least as long as the
-  send-order correlation window and there are at least :data:`MIN_UPPER_BATCHES` of
-  them; a longer correlation leaves the order-statistic bound alone;
+  send-order correlation window and there are at least :data:`MIN_FEW_BATCHES` of
+  them; under :data:`MIN_UPPER_BATCHES` its half-width is at least the shape floor
+  (:func:`shape_floor`), which a lucky run of a heavy queue cannot shrink; a longer
+  correlation leaves the order-statistic bound alone;
 * neither side is used when that window reached its cap (an eighth of the run: the
   run never saw its correlation fade, as in 240 requests of a queue at 0.9, where the
   lower side failed 2.5% of runs at the truth).
@@ -47,7 +49,9 @@ from pytest_latency.analysis.percentiles import (
 MAX_BATCHES = 24
 MIN_BATCH = 10  # requests per batch: a batch p95 of fewer is its maximum
 MIN_LOWER_BATCHES = 8
-MIN_UPPER_BATCHES = 20
+MIN_UPPER_BATCHES = 20  # the upper side on the batches' spread alone
+MIN_FEW_BATCHES = 12  # fewer batches (down to this) need the shape floor as well
+SHAPE_FLOOR = 3.0  # the shape floor's factor (calibrated)
 MIN_CRITICAL = 6.0  # the floor under either side's critical value (calibrated)
 
 
@@ -101,18 +105,42 @@ def section_bounds(values: np.ndarray, q: float, confidence: float, window: int)
         return NO_SECTIONS  # every batch at the same value: ties, no spread to scale
     half = critical_value(confidence, lower_batches, MIN_CRITICAL) * spread
     lower = math.exp(estimate - half / math.sqrt(lower_batches))
-    upper, upper_batches = math.inf, min(MAX_BATCHES, n // max(MIN_BATCH, window))
-    if upper_batches >= MIN_UPPER_BATCHES:
-        upper_spread = batch_spread(logs, q, estimate, upper_batches)
-        if upper_spread > 0.0:
-            critical = critical_value(confidence, upper_batches, MIN_CRITICAL)
-            upper = math.exp(estimate + critical * upper_spread / math.sqrt(upper_batches))
-    else:
-        upper_batches = 0
+    upper, upper_batches = _upper_side(logs, q, confidence, estimate, window)
     # The size of an independent sample whose normal interval is as wide as this one.
     normal = critical_value(confidence, 10**9, 0.0)
     effective = n * _iid_variance(values, q) * (normal * math.sqrt(lower_batches) / half) ** 2
     return SectionBounds(lower, upper, lower_batches, upper_batches, min(effective, float(n)))
+
+
+def _upper_side(
+    logs: np.ndarray, q: float, confidence: float, estimate: float, window: int
+) -> tuple[float, int]:
+    """(upper bound, batches) of sectioning's upper side, or (inf, 0) where it is not used:
+    batches at least as long as the send-order window, at least MIN_FEW_BATCHES of them;
+    fewer than MIN_UPPER_BATCHES also need the half-width of :func:`shape_floor`."""
+    batches = min(MAX_BATCHES, logs.size // max(MIN_BATCH, window))
+    if batches < MIN_FEW_BATCHES:
+        return math.inf, 0
+    spread = batch_spread(logs, q, estimate, batches)
+    if spread <= 0.0:
+        return math.inf, 0
+    half = critical_value(confidence, batches, MIN_CRITICAL) * spread / math.sqrt(batches)
+    if batches < MIN_UPPER_BATCHES:
+        half = max(half, shape_floor(logs, q, window))
+    return math.exp(estimate + half), batches
+
+
+def shape_floor(logs: np.ndarray, q: float, window: int) -> float:
+    """The least upper half-width (log scale) for a run cut into few batches.
+
+    A short run of a heavily loaded queue can miss its busy periods: its estimate is
+    then half the truth and its batches agree with each other, so their spread alone
+    passed 4-8% of such runs at the truth. The floor scales the distribution's own
+    log-spread above the median region (from the q/2- to the q-quantile) by the
+    send-order window's share of the run, as a normal standard error of a quantile
+    with ``2 * window + 1`` requests per independent one would."""
+    spread = float(np.quantile(logs, q) - np.quantile(logs, q / 2.0))
+    return SHAPE_FLOOR * spread * math.sqrt((2 * window + 1) / logs.size)
 
 
 def _iid_variance(values: np.ndarray, q: float) -> float:

@@ -21,7 +21,12 @@ import numpy as np
 import pytest
 
 from pytest_latency.analysis.percentiles import quantile_bounds
-from pytest_latency.analysis.sectioning import margin_quantile_bounds
+from pytest_latency.analysis.sectioning import (
+    MIN_FEW_BATCHES,
+    MIN_UPPER_BATCHES,
+    margin_quantile_bounds,
+    shape_floor,
+)
 from pytest_latency.analysis.verdict import Verdict, decide
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.spec.model import objective
@@ -86,6 +91,24 @@ def test_independent_data_keep_the_exact_bound():
     assert (bounds.lower, bounds.upper) == quantile_bounds(row, 0.95, CONFIDENCE)
 
 
+def test_few_batches_pass_with_the_shape_floor_under_their_bound():
+    """Light runs whose window allows only 12-19 batches still pass 5x under the limit,
+    and their upper bound is at least the shape floor over the estimate; a queue at 0.9
+    (1,000 requests, 40 runs) that passes nothing at the truth."""
+    few = 0
+    for row in light(106, 40):
+        bounds = margin_quantile_bounds(row, 0.95, CONFIDENCE)
+        if MIN_FEW_BATCHES <= bounds.sections.upper_batches < MIN_UPPER_BATCHES:
+            few += 1
+            logs = np.log(row)
+            floor = shape_floor(logs, 0.95, bounds.dependence.window)
+            assert np.log(bounds.upper) >= np.quantile(logs, 0.95) + floor - 1e-12
+            assert bounds.upper <= 5.0 * LIGHT_TRUTH
+    assert few >= 4
+    _, passes = rates(mm1_sojourns(107, 40, 1000, 0.9), mm1_truth(0.95, 0.9))
+    assert passes == 0.0
+
+
 def _records(values: np.ndarray) -> list[RequestRecord]:
     records = []
     for index, value in enumerate(values):
@@ -115,23 +138,25 @@ def test_the_verdict_names_sectioning_and_reports_its_effective_n():
 
 @pytest.mark.slow
 def test_a_light_server_is_decided_at_ci_size():
-    """PASS at 5x and 2x in about four runs of five (8% before): the rest have a drift
-    whose send-order window is longer than 240 / 20 requests, and stay INCONCLUSIVE."""
+    """PASS at 5x and 2x in about 96% / 90% of runs (8% before; 78% with 20 batches as
+    long as the window: 12-19 batches with the shape floor pass the rest but a few whose
+    send-order window is longer than 240 / 12 requests)."""
     samples = light(111, REPS)
     assert max(rates(samples, LIGHT_TRUTH)) <= 0.02
-    assert rates(samples, 5.0 * LIGHT_TRUTH)[1] >= 0.65
-    assert rates(samples, 2.0 * LIGHT_TRUTH)[1] >= 0.65
+    assert rates(samples, 5.0 * LIGHT_TRUTH)[1] >= 0.88
+    assert rates(samples, 2.0 * LIGHT_TRUTH)[1] >= 0.80
     assert rates(samples, 0.5 * LIGHT_TRUTH)[0] >= 0.90
     assert rates(samples, 0.2 * LIGHT_TRUTH)[0] >= 0.95
 
 
 @pytest.mark.slow
 def test_a_queue_at_half_load_is_decided_at_ci_size():
-    """M/M/1 at 0.5: FAIL at 1/3x and 0.2x (88% / 92% before); PASS at 5x and 3x in about
-    two runs of five (0% before): most runs' correlation is too long for 20 batches."""
+    """M/M/1 at 0.5: FAIL at 1/3x and 0.2x (88% / 92% before); PASS at 5x in about three
+    runs of five and at 3x in two (0% before; 40% / 39% with 20 batches alone): the
+    shape floor of an exponential tail over 12-19 batches is wider than log 3."""
     samples = mm1_sojourns(112, REPS, CI_SIZE, 0.5)
     assert max(rates(samples, QUEUE_TRUTH)) <= 0.02
-    assert rates(samples, 5.0 * QUEUE_TRUTH)[1] >= 0.30
+    assert rates(samples, 5.0 * QUEUE_TRUTH)[1] >= 0.50
     assert rates(samples, 3.0 * QUEUE_TRUTH)[1] >= 0.30
     assert rates(samples, QUEUE_TRUTH / 3.0)[0] >= 0.90
     assert rates(samples, 0.2 * QUEUE_TRUTH)[0] >= 0.95
@@ -155,6 +180,18 @@ def test_a_queue_at_0_9_stays_honest_at_the_truth():
     assert max(rates(samples, truth)) <= 0.02
     phases = np.arange(1000) // 50  # the same queue cut into 20 named phases
     assert max(rates(mm1_sojourns(115, REPS, 1000, 0.9), truth, phases=phases)) <= 0.02
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("load", [0.7, 0.8, 0.9])
+def test_a_loaded_queue_at_ci_size_stays_honest_at_the_truth(load: float):
+    """240 requests of a queue at 0.7-0.9 are a few busy periods: a run that missed them
+    has half the true p95 and batches that agree. Down to 8 batches, no shape floor,
+    the truth passed 1.8% / 4.7% / 6.8% of them (600 runs, measured choosing the rule).
+    600 runs here: at 0.7 the rate is 1.2% (the same with 20 batches alone), and 200
+    runs scatter it by a point."""
+    samples = mm1_sojourns(118, 600, CI_SIZE, load)
+    assert max(rates(samples, mm1_truth(0.95, load))) <= 0.02
 
 
 def episodes_of(seed: int, reps: int, episodes: int, per_episode: int, warm: int) -> np.ndarray:
@@ -216,6 +253,9 @@ def measured_rates(reps: int) -> dict[str, float]:
     truth = mm1_truth(0.95, 0.9)
     fails, passes = rates(mm1_sojourns(114, reps, 1000, 0.9), truth)
     out["M/M/1 0.9 1000, at truth: FAIL"], out["M/M/1 0.9 1000, at truth: PASS"] = fails, passes
+    for n, seed in ((500, 119), (2000, 120)):
+        fails, passes = rates(mm1_sojourns(seed, reps, n, 0.9), truth)
+        out[f"M/M/1 0.9 {n}, at truth: FAIL"], out[f"M/M/1 0.9 {n}, at truth: PASS"] = fails, passes
     phases = np.arange(1000) // 50
     fails, passes = rates(mm1_sojourns(115, reps, 1000, 0.9), truth, phases=phases)
     out["M/M/1 0.9 1000 in 20 phases, at truth: FAIL"] = fails
