@@ -262,8 +262,14 @@ def test_itl_is_decided_per_request_with_n_requests():
     assert old_fails + old_passes >= 0.20
 
 
+# One stored run assumes 3.5% between-run noise a run (analysis/stored.py, JOB_NOISE):
+# honest when the runner is noisy, at a cost in power that history buys back.
+
+
 def test_relative_itl_catches_30_percent_and_keeps_its_rate_at_the_limit():
     fails, _ = relative_rates(itl_run(600), 4, 1.3, q=0.5, reps=200)
+    assert fails >= 0.55  # 71% measured against one stored run
+    fails, _ = relative_rates(itl_run(600), 4, 1.3, q=0.5, reps=100, history=10)
     assert fails >= 0.90
     at_limit, _ = relative_rates(itl_run(600), 5, 1.1, q=0.5, reps=200)
     assert at_limit <= 0.02
@@ -271,7 +277,9 @@ def test_relative_itl_catches_30_percent_and_keeps_its_rate_at_the_limit():
 
 def test_relative_ttft_p95_at_n_2000_catches_30_percent():
     fails, _ = relative_rates(lognormal_run(2000), 6, 1.3, q=0.95)
-    assert fails >= 0.90
+    assert fails >= 0.50  # 67.5% measured against one stored run
+    fails, _ = relative_rates(lognormal_run(2000), 6, 1.3, q=0.95, reps=100, history=10)
+    assert fails >= 0.90  # 100% measured against ten
     at_limit, _ = relative_rates(lognormal_run(2000), 7, 1.1, q=0.95)
     assert at_limit <= 0.02
 

@@ -198,8 +198,9 @@ def test_recovery_on_the_live_sim_matches_the_virtual_time_truth(pytester: pytes
     # One episode is refused before sending (a verdict needs 8): this test is about the
     # measured time, so it runs anyway, and the verdict is inconclusive.
     result = pytester.runpytest(
-        "--latency-json", "latency.json", "-p", "no:randomly", "--latency-allow-undecidable"
-    )
+        "--latency-json", "latency.json", "-p", "no:randomly", "--latency-allow-undecidable",
+        "--latency-inconclusive", "warn",
+    )  # fmt: skip
     result.assert_outcomes(passed=1)
     (run,) = read_runs(Path(pytester.path / "latency.json"))
     (objective_row,) = run.document["objectives"]
