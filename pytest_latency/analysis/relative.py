@@ -16,6 +16,10 @@ from pytest_latency.spec.model import Objective
 MIX_SHIFT_WARNING = 0.10  # total-variation distance between cohort mixes worth a warning
 
 
+# A relative objective's reason when the run has nothing to compare with.
+NO_BASELINE = "no baseline for this test (pass --latency-baseline PATH)"
+
+
 def decide_relative(
     objective: Objective,
     candidate: Sequence[RequestRecord],
@@ -32,7 +36,7 @@ def decide_relative(
     if not baseline:
         return ObjectiveResult(
             objective, Verdict.INCONCLUSIVE, math.nan, 0.0, math.inf, len(candidate),
-            confidence, "no baseline for this test (pass --latency-baseline PATH)",
+            confidence, NO_BASELINE,
         )  # fmt: skip
     result, effective = compare_to_baseline(
         [metric_series(run, objective.metric) for run in baseline],

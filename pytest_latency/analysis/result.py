@@ -49,6 +49,9 @@ class LatencyResult:
     elapsed_s: float
     confidence: float = DEFAULT_CONFIDENCE
     inconclusive_policy: str = "fail"
+    # The run saves a first baseline (no --latency-baseline): its relative objectives
+    # have nothing to compare with, which is expected, not a doubt to fail on.
+    establishing_baseline: bool = False
     trace_url_template: str | None = None
     server_join: JoinReport | None = None  # how server durations were joined, if at all
     server_metrics: MetricsSeries | None = None  # /metrics scraped during the run

@@ -25,6 +25,7 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr  # no public name for these
 from _pytest._io import TerminalWriter
 
+from pytest_latency.analysis.relative import NO_BASELINE
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.errors import REPORTED_AS_TEXT as REPORTED_AS_TEXT
 from pytest_latency.errors import LatencyComparisonWarning as LatencyComparisonWarning
@@ -73,7 +74,14 @@ def enforce(
             _warn(LatencyComparisonWarning, text, where(result.objective), width)
     failed = [result for result in results if result.verdict is Verdict.FAIL]
     undecided = [result for result in results if result.verdict is Verdict.INCONCLUSIVE]
+    first = run.establishing_baseline  # relative objectives with nothing yet: warnings
     policy = run.inconclusive_policy
+    if first and policy == "fail":
+        warned = [result for result in undecided if result.reason == NO_BASELINE]
+        undecided = [result for result in undecided if result.reason != NO_BASELINE]
+        for result in warned:
+            text = f"{result.objective.label}: {NO_BASELINE}; this run saves the first one"
+            _warn(LatencyInconclusiveWarning, text, where(result.objective), width)
     heading = "latency objectives not met"
     if policy == "fail" and undecided:
         if not failed:  # nothing failed: say the run could not tell, and the way out

@@ -47,6 +47,8 @@ def attach_baseline(
     baseline: Baseline | None, options: LatencyOptions, result: LatencyResult
 ) -> None:
     """Give ``result`` its stored runs, or the reason they are not comparable."""
+    # Saving a first baseline: relative objectives have nothing yet (not a doubt).
+    result.establishing_baseline = options.save_baseline is not None and options.baseline is None
     result.baseline_problem = baseline_problem(baseline, options, result.baseline_key)
     if baseline is None or result.baseline_problem:
         return
