@@ -135,7 +135,8 @@ def test_a_fast_run_passes_and_out_json_has_every_objective_field(
     assert ttft["verdict"] == "pass" and ttft["max_s"] == 1.0 and ttft["n"] == 400
     assert 0.1 < ttft["estimate_s"] < ttft["upper_s"] <= 1.0 and ttft["lower_s"] > 0.1
     assert ttft["n_effective"] == pytest.approx(400, rel=0.05)
-    assert ttft["confidence"] == pytest.approx(1 - 0.01 / 2)  # 0.99 shared by two objectives
+    # 0.99 shared by two objectives and the runaway check their waiting TTFT brings
+    assert ttft["confidence"] == pytest.approx(1 - 0.01 / 3)
     for field in ("max_regression", "unit", "reason", "warnings", "input_tokens"):
         assert field in ttft
     assert errors["metric"] == "error_rate" and errors["verdict"] == "pass"
