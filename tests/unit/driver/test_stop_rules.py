@@ -88,7 +88,10 @@ def test_stopped_phases_leave_one_cancelled_record_per_unsent_request(
 ) -> None:
     """2 slots of ~0.6 s against 40/s: the flood saturates, the second flood is refused."""
     (pytester.path / "stop.slo.yaml").write_text(SPEC)
-    result = pytester.runpytest("--latency-json", "latency.json", "-p", "no:randomly")
+    # 8 quiet requests cannot bound their p50 (inconclusive): this test is about the
+    # stopped phases' records, so an inconclusive verdict passes with a warning here.
+    args = ("--latency-json", "latency.json", "-p", "no:randomly")
+    result = pytester.runpytest(*args, "--latency-inconclusive", "warn")
     result.assert_outcomes(passed=1)  # the stopped phases do not make the run invalid
     (run,) = read_runs(pytester.path / "latency.json")
     workload = load_slo_file(pytester.path / "stop.slo.yaml").workload
