@@ -124,7 +124,9 @@ def test_keys_survive_a_space_form_flag_that_moves_the_rootdir(
         (["--latency-baseline", "../x/base.json"], pytester.path),
         (["--latency-baseline=../x/base.json"], project),
     ):
-        result = pytester.runpytest("tests", *flag, "--latency-json=run.json")
+        result = pytester.runpytest(
+            "tests", *flag, "--latency-json=run.json", "--latency-inconclusive", "warn"
+        )
         result.assert_outcomes(passed=1)
         assert rootdir_of(result) == rootdir
         compared(result, project / "run.json")
@@ -142,7 +144,11 @@ def test_an_older_file_keyed_by_another_rootdirs_test_id_still_matches(
     assert stored_keys(project / "base.json") == ["tests/gate.slo.yaml::gate"]
     monkeypatch.chdir(pytester.path)  # now the rootdir is the parent: proj/tests/...
     result = pytester.runpytest(
-        "proj/tests", "--latency-baseline=proj/base.json", "--latency-json=r.json"
+        "proj/tests",
+        "--latency-baseline=proj/base.json",
+        "--latency-json=r.json",
+        "--latency-inconclusive",
+        "warn",
     )
     result.assert_outcomes(passed=1)
     assert rootdir_of(result) == pytester.path
@@ -157,7 +163,9 @@ def test_a_spec_id_keeps_the_baseline_when_the_file_moves(pytester: pytest.Pytes
     assert stored_keys(pytester.path / "base.json") == ["checkout"]
     (pytester.path / "moved").mkdir()
     (pytester.path / "checkout.slo.yaml").rename(pytester.path / "moved" / "renamed.slo.yaml")
-    result = pytester.runpytest("--latency-baseline=base.json", "--latency-json=run.json")
+    result = pytester.runpytest(
+        "--latency-baseline=base.json", "--latency-json=run.json", "--latency-inconclusive", "warn"
+    )
     result.assert_outcomes(passed=1)
     compared(result, pytester.path / "run.json")
 
@@ -200,7 +208,13 @@ def test_python_tests_are_keyed_by_file_and_name_or_their_id(pytester: pytest.Py
     saved.assert_outcomes(passed=2)
     keys = stored_keys(pytester.path / "base.json")
     assert keys == ["checkout", "tests/test_api.py::test_search"]
-    result = pytester.runpytest("tests", "--latency-baseline=base.json", "--latency-json=r.json")
+    result = pytester.runpytest(
+        "tests",
+        "--latency-baseline=base.json",
+        "--latency-json=r.json",
+        "--latency-inconclusive",
+        "warn",
+    )
     result.assert_outcomes(passed=2)
     runs = json.loads((pytester.path / "r.json").read_text())["runs"]
     assert [run["baseline_key"] for run in runs] == keys

@@ -21,7 +21,7 @@ workload:
   input_tokens: 5
   output_tokens: 3
   timeout: 10s
-  phases: [{name: steady, arrival: constant, rate: 10, duration: 0.8s}]  # 8: a p50 needs 8
+  phases: [{name: steady, arrival: constant, rate: 10, duration: 1s}]  # 10: a p50 needs 9 (99.5%)
 objectives:
   - {metric: queue_wait, p: 50, max: 1s}
 """
@@ -61,11 +61,13 @@ def test_url_server_spans_sent_during_the_run_all_join(
         "--latency-otlp-grace", f"{GRACE_S}s",
         "--latency-metrics-interval", "0",
         "--latency-json", "run.json",
+        # About the spans, not the verdict: ten correlated requests leave the p50 undecided.
+        "--latency-inconclusive", "warn",
     )  # fmt: skip
     result.assert_outcomes(passed=1)
     (run,) = json.loads((pytester.path / "run.json").read_text())["runs"]
     requests = run["requests"]
-    assert len(requests) == 8 and all(r["status"] == "ok" for r in requests)
+    assert len(requests) == 10 and all(r["status"] == "ok" for r in requests)
     # Every span the server sent before answering was taken: nothing was refused.
     assert span_server.exports == dict.fromkeys(span_server.exports, "HTTP 200")
     assert {r["trace_id"] for r in requests} <= span_server.exports.keys()
@@ -74,7 +76,7 @@ def test_url_server_spans_sent_during_the_run_all_join(
         assert r["queue_wait_s"] == pytest.approx(span_server.queue_wait_s[r["trace_id"]])
         assert r["server_source"] == "otlp:vllm"
     joined = run["server_timings"]
-    assert (joined["requests"], joined["joined"], joined["missing"]) == (8, 8, 0)
+    assert (joined["requests"], joined["joined"], joined["missing"]) == (10, 10, 0)
     assert joined["receiver"] == f"http://127.0.0.1:{receiver_port}/v1/traces"
     assert joined["waited_s"] < GRACE_S  # returned when the spans were in, not at the grace
 
