@@ -172,8 +172,8 @@ def _check_spike(run: dict[str, Any], image: str) -> None:
     }
     print(f"median queue wait: steady {waits['steady']:.3f}s, spike {waits['spike']:.3f}s")
     assert shares["spike"] >= 0.5, shares
-    # The steady phase's queue is the small one: a smaller share of TTFT, and a quarter
-    # of the spike's median wait at most.
+    # The steady phase's queue is the smaller one: a smaller share of TTFT and a shorter
+    # median wait (5/s is close to what vLLM serves on two busy cores, so not always tiny).
     assert shares["steady"] < shares["spike"], shares
     assert waits["steady"] < waits["spike"], waits
     # /metrics on the run's timeline: vllm:num_requests_waiting peaks inside the spike.
