@@ -107,8 +107,9 @@ def test_a_probe_stopped_early_is_observed_and_counted_alike_in_every_report() -
     from pytest_latency.report.html.capacity import capacity_section
     from pytest_latency.telemetry.hub import TelemetryHub, TelemetrySettings
 
-    # 150/s into a server of ~45/s: the queue runs away and the probe stops early.
-    spec = CapacitySpec(rates=(150.0, 300.0), probe_s=4.0, budget_s=30.0)
+    # 150/s into a server of ~45/s: the queue runs away and the probe stops early (its
+    # trend test reads increments of about 1 s: 4 s probes ended before it could say).
+    spec = CapacitySpec(rates=(150.0, 300.0), probe_s=8.0, budget_s=40.0)
     template = template_workload(spec, seed=4, input_tokens=(20, 20), output_tokens=20)
     hub = TelemetryHub(TelemetrySettings(grace_s=10.0, metrics_interval_s=0.25))
     sim = SimConfig(replicas=1, max_batch=32, max_queue=100_000,
