@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+import numpy as np
+
 from pytest_latency.analysis.dependence import Dependence, independent
 from pytest_latency.analysis.outages import (
     OutageBounds,
@@ -118,6 +120,17 @@ def decide(
     verdict, reason = _classify(
         lower, bounds.upper, objective.max_s, objective, confidence, bounds.dependence
     )
+    if verdict is Verdict.INCONCLUSIVE and math.isinf(estimate):
+        # Failed requests are unbounded values: where their share alone is surely over
+        # the tail (the error rate's own bound, clustering paid for), nothing lower is.
+        failed = np.isinf(series.values) * 1.0
+        failed_share = outage_bounds(failed, confidence, series.episodes).lower
+        if failed_share > 1.0 - objective.p / 100.0:
+            verdict, lower = Verdict.FAIL, math.inf
+            reason = (
+                f"lower bound over the limit: at least {failed_share:.1%} of requests failed,"
+                f" more than a p{objective.p:g} leaves room for"
+            )
     note = sections_note(bounds.sections, verdict) or dependence_note(bounds.dependence)
     return ObjectiveResult(
         objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
