@@ -8,9 +8,7 @@ CI size (240 requests), at the truth and with clear margins, and for longer runs
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,14 +18,9 @@ SIMULATIONS = ROOT / "tests" / "unit" / "analysis" / "test_margin_verdicts.py"
 def main() -> None:
     replicates = int(sys.argv[1]) if len(sys.argv) > 1 else 600
     sys.path.insert(0, str(ROOT))
-    spec = importlib.util.spec_from_file_location("margin_verdicts", SIMULATIONS)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    started = time.perf_counter()
-    for name, rate in module.measured_rates(replicates).items():
-        print(f"{rate:7.1%}  {name}")
-    print(f"({replicates} replicates each, {time.perf_counter() - started:.0f} s)")
+    from benchmarks.sim_verdicts import print_measured_rates  # one loader for both tables
+
+    print_measured_rates(SIMULATIONS, "margin_verdicts", replicates)
 
 
 if __name__ == "__main__":
