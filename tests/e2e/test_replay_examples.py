@@ -95,7 +95,9 @@ def test_a_tokenizer_sizes_prompts_in_true_tokens(pytester: pytest.Pytester) -> 
           - {metric: ttft, p: 50, max: 2s}
         """,
     )
-    result = pytester.runpytest("--latency-json", "latency.json")
+    # 30 requests are a short scope: their p50 may stay undecided (its correlation is
+    # paid for); this test is about token counts, so an undecided verdict only warns.
+    result = pytester.runpytest("--latency-json", "latency.json", "--latency-inconclusive", "warn")
     result.assert_outcomes(passed=1)
     (run,) = assert_valid_run_file(pytester.path / "latency.json")["runs"]
     requests = run["requests"]
