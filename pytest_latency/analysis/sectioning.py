@@ -27,9 +27,12 @@ spread, so a plain Student's t interval passed an M/M/1 queue at 0.9 at the trut
   :data:`SHAPE_FLOOR`, or :data:`SHAPE_FLOOR_MANY` from :data:`MIN_UPPER_BATCHES`
   batches on), which a lucky run of a heavy queue cannot shrink; a longer
   correlation leaves the order-statistic bound alone;
-* neither side is used when that window reached its cap (an eighth of the run: the
-  run never saw its correlation fade, as in 240 requests of a queue at 0.9, where the
-  lower side failed 2.5% of runs at the truth).
+* when that window reached its cap (an eighth of the run: the run never saw its
+  correlation fade, as in 240 requests of a queue at 0.9) the upper side is not used,
+  and the lower side's critical value is at least :data:`MIN_CRITICAL_CAPPED` (at 6 it
+  failed 2.7% of such runs at the truth). That side is what fails an overload: a queue
+  1.1x over its capacity for two minutes is one long transient, whose in-flight trend
+  is buried in the queue's own noise but whose every batch p95 is far over its limit.
 """
 
 from __future__ import annotations
@@ -55,6 +58,10 @@ MIN_FEW_BATCHES = 12  # fewer batches (down to this) need the shape floor as wel
 SHAPE_FLOOR = 3.0  # the shape floor's factor (calibrated)
 SHAPE_FLOOR_MANY = 2.5  # its factor from MIN_UPPER_BATCHES batches on
 MIN_CRITICAL = 6.0  # the floor under either side's critical value (calibrated)
+# The floor under the lower side's when the send-order window reached its cap (calibrated:
+# M/M/1 at 0.9-0.95 over 240 requests FAILs at most 1.8% at the truth; a queue 1.1x over
+# its capacity for 120 s, whose run never sees its correlation fade, FAILs 93%).
+MIN_CRITICAL_CAPPED = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +103,11 @@ def section_bounds(values: np.ndarray, q: float, confidence: float, window: int)
     log): the order-statistic bound decides those."""
     n = int(values.size)
     lower_batches = min(MAX_BATCHES, n // MIN_BATCH)
-    if lower_batches < MIN_LOWER_BATCHES or window >= n * MAX_WINDOW_SHARE:
-        return NO_SECTIONS  # too few requests, or a correlation the run does not see fade
+    if lower_batches < MIN_LOWER_BATCHES:
+        return NO_SECTIONS  # too few requests
+    # A correlation the run does not see fade: no upper side, and a lower side only at
+    # a wider critical value (an overload's estimate is far over any limit it fails).
+    capped = window >= n * MAX_WINDOW_SHARE
     if not bool(np.all(np.isfinite(values) & (values > 0))):
         return NO_SECTIONS
     logs = np.log(values)
@@ -105,9 +115,12 @@ def section_bounds(values: np.ndarray, q: float, confidence: float, window: int)
     spread = batch_spread(logs, q, estimate, lower_batches)
     if spread <= 0.0:
         return NO_SECTIONS  # every batch at the same value: ties, no spread to scale
-    half = critical_value(confidence, lower_batches, MIN_CRITICAL) * spread
+    floor = MIN_CRITICAL_CAPPED if capped else MIN_CRITICAL
+    half = critical_value(confidence, lower_batches, floor) * spread
     lower = math.exp(estimate - half / math.sqrt(lower_batches))
-    upper, upper_batches = _upper_side(logs, q, confidence, estimate, window)
+    upper, upper_batches = (
+        (math.inf, 0) if capped else _upper_side(logs, q, confidence, estimate, window)
+    )
     # The size of an independent sample whose normal interval is as wide as this one.
     normal = critical_value(confidence, 10**9, 0.0)
     effective = n * _iid_variance(values, q) * (normal * math.sqrt(lower_batches) / half) ** 2

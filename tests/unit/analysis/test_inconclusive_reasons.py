@@ -172,14 +172,17 @@ def test_few_send_order_degrees_of_freedom_are_named_with_what_would_decide():
 
 
 def test_a_p50_far_over_its_limit_without_a_lower_bound_is_advised_from_its_df():
-    """The same 80 requests 40x over a 5 ms p50: the lower bound is the 0 s floor (no
+    """79 of the same requests 40x over a 5 ms p50: the lower bound is the 0 s floor (no
     order statistic at 4 degrees of freedom), which is no bound to shrink; the advice
     comes from the degrees of freedom a longer run adds (it said "about 1.0x" before).
-    Sectioning stays out: its window (10 lags) is at the cap of an eighth of the run.
-    Of 200 such runs 35% FAIL at 80 requests, 70% at 128 and 84% at 160."""
+    Sectioning needs 80 requests (8 batches of 10): from 80 on, its lower side at the
+    window's cap (10 lags, an eighth of the run) FAILs the same run."""
     goal = objective("ttft", p=50, max="5ms")
-    [result] = decide_objectives([goal], ar1_records(0, 80), confidence=0.99, workload=FLAT)
+    [result] = decide_objectives([goal], ar1_records(0, 79), confidence=0.99, workload=FLAT)
     assert result.verdict is Verdict.INCONCLUSIVE and result.lower_s == 0.0
     assert result.estimate_s > 30 * 0.005
     assert result.reason.startswith("too few degrees of freedom for a p50 bound")
     assert "to decide it: about 1.3x the evidence" in result.reason
+    [result] = decide_objectives([goal], ar1_records(0, 80), confidence=0.99, workload=FLAT)
+    assert result.verdict is Verdict.FAIL and result.lower_s > 0.005
+    assert result.reason.endswith("sectioning: 8 batches in send order")

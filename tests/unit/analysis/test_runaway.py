@@ -124,15 +124,11 @@ def test_the_rule_changes_no_verdict_of_a_healthy_server_near_capacity():
         assert not any(r.reason.startswith(RUNAWAY_REASON) for r in ruled)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the percentile decision of issue 33 item 1: a 1.1x queue with exponential"
-    " service at 2 req/s grows 0.18/s against a random walk of sd ~2/s^0.5, which no"
-    " queue-growth test sees in 120 s (the trend finds ~5%)",
-)
 def test_a_queue_a_tenth_over_capacity_for_two_minutes_fails_its_ttft_p95():
     """The issue's row: M/M/1 at 1.1x its capacity (2 req/s offered) for 120 s, TTFT p95
-    <= 1 s (the true p95 is many seconds): FAIL in at least 90% of 50 seeds."""
+    <= 1 s (the true p95 is many seconds): FAIL in at least 90% of 50 seeds (97% of 200).
+    The in-flight trend alone finds ~5% (it grows 0.18/s against a random walk of sd
+    ~2/s^0.5); sectioning's lower side at the window's cap finds the rest."""
     queue = MGcQueue(slots=1, capacity_rps=2.0 / 1.1)
     workload = Workload(phases=(Phase("steady", rate=2.0, duration_s=120.0),))
     goal = objective("ttft", p=95, max="1s")
@@ -202,7 +198,9 @@ def test_a_growing_queue_gets_no_advice_to_run_longer():
     first half's or more, the advice is the trend's, never "a run about Nx as long"."""
     queue = MGcQueue(slots=1, capacity_rps=2.0 / 1.1)
     workload = Workload(phases=(Phase("steady", rate=2.0, duration_s=120.0),))
-    goal = objective("ttft", p=95, max="1s")
+    # At 1 s nearly every run FAILs now (sectioning at the window's cap); at 5 s, a few
+    # times the estimate's spread under it, some stay undecided with the queue growing.
+    goal = objective("ttft", p=95, max="5s")
     advised = 0
     for seed in range(40):
         records = queue.records(1.1, 120.0, seed)
@@ -212,6 +210,6 @@ def test_a_growing_queue_gets_no_advice_to_run_longer():
             assert "x as long" not in result.reason and "until_decided" not in result.reason
             assert "the bounds of a growing queue do not tighten with a longer run" in result.reason
             advised += "a phase about" in result.reason
-    # Sectioning FAILs most of these runs now; a few stay undecided with the
-    # queue visibly growing (6 of 40 when measured), and each of those gets a length.
+    # A few stay undecided with the queue visibly growing (9 of 40 when measured), and
+    # each of those gets a length.
     assert advised >= 2
