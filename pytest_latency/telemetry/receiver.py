@@ -12,16 +12,17 @@ talk to this (see ``docs/tracing.md``).
 the test process it was the driving loop's: a flood of spans (two 15 MiB exports, 71,000
 spans) took the overshoot of a 1 ms sleep on that loop from p99 0.2 ms to p99 3.9 ms,
 max 10 ms, and its p50 to the 0.67 ms switch interval. In its own process, the p50
-during a flood is the quiet one, and the p99 rises 0.9-2.6 ms over the quiet windows
-of the same run where the in-thread engine's rose 3.1-7.4 ms, on a shared two-core
-machine (``benchmarks/bench_receiver_stall.py``, docs/tracing.md "Limits"). So this class binds the listening socket here (the port is known, and a bind
-error raised, at :meth:`OtlpReceiver.start`) and hands it to a receiving process
+during a flood is the quiet one, and the p99 rises 0.9-2.6 ms over the quiet windows of
+the same run where the in-thread engine's rose 3.1-7.4 ms, on a shared two-core machine
+(``benchmarks/bench_receiver_stall.py``, docs/tracing.md "Limits"). So this class binds
+the listening socket here (the port is known, and a bind error raised, at
+:meth:`OtlpReceiver.start`) and hands it to a receiving process
 (:mod:`.receiver_process`) that serves, parses and stores; this process keeps no span
 and does no work while exports arrive. It asks for the compact timings of its trace ids
-when the run joins them (:meth:`timings`), and for the counters when read. The
-receiving process ends with this one (stopped, killed, or crashed: see
-:mod:`.receiver_link`). Servers, containers on the host network and a loopback-only
-namespace post to the same URL as before: the socket is the one bound here.
+when the run joins them (:meth:`timings`), and for the counters when read. The receiving
+process ends with this one (stopped, killed, or crashed: see :mod:`.receiver_link`).
+Servers, containers on the host network and a loopback-only namespace post to the same
+URL as before: the socket is the one bound here.
 
 It keeps only the parsed :class:`ServerTimings` per trace id, never spans, in a bounded
 store. It binds ``127.0.0.1`` unless told otherwise.
