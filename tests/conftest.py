@@ -65,3 +65,15 @@ def fast_tests_start_no_child_process(
 
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse_popen)
     monkeypatch.setattr(BaseProcess, "start", refuse_process)
+
+
+@pytest.fixture
+def receiver_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A session's OTLP receiver serves in a thread of this process (its engine, the same
+    HTTP handler and store), not in its own process: for fast tests of the session that
+    need its receiver's URL or a join, not the process split (tests/unit/telemetry/
+    test_receiver_process.py tests that)."""
+    from pytest_latency.telemetry import receiver
+    from pytest_latency.telemetry.receiver_thread import ThreadReceiver
+
+    monkeypatch.setattr(receiver, "OtlpReceiver", ThreadReceiver)

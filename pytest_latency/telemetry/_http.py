@@ -30,10 +30,10 @@ from pytest_latency.inflate import (
 from pytest_latency.secret import Secret
 from pytest_latency.shown_text import shown
 from pytest_latency.telemetry.otlp_json import OtlpJsonError, loads_request
+from pytest_latency.telemetry.settings import TRACES_PATH
 
 logger = logging.getLogger("pytest_latency.telemetry.receiver")
 
-TRACES_PATH = "/v1/traces"
 #: OTLP/JSON is parsed whole by ``json.loads`` (about 5 ms of GIL per MiB): kept small.
 MAX_JSON_BODY_BYTES = 1024 * 1024
 _PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})

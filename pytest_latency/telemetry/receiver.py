@@ -8,39 +8,61 @@ path ``404``; another method on the path ``405``; an unknown content type or enc
 ``415``; a body over the size limit ``413``. Only OTLP/HTTP: a gRPC exporter cannot
 talk to this (see ``docs/tracing.md``).
 
-The receiver keeps only the parsed :class:`ServerTimings` per trace id, never spans,
-in a bounded store. It binds ``127.0.0.1`` unless told otherwise.
+**In its own process.** Reading, decompressing and parsing exports holds a GIL, and in
+the test process it was the driving loop's: a flood of spans (two 15 MiB exports, 71,000
+spans) took the overshoot of a 1 ms sleep on that loop from p99 0.2 ms to p99 3.9 ms,
+max 10 ms, and its p50 to the 0.67 ms switch interval. In its own process, the p50
+during a flood is the quiet one, and the p99 rises 0.9-2.6 ms over the quiet windows of
+the same run where the in-thread engine's rose 3.1-7.4 ms, on a shared two-core machine
+(``benchmarks/bench_receiver_stall.py``, docs/tracing.md "Limits"). So this class binds
+the listening socket here (the port is known, and a bind error raised, at
+:meth:`OtlpReceiver.start`) and hands it to a receiving process
+(:mod:`.receiver_process`) that serves, parses and stores; this process keeps no span
+and does no work while exports arrive. It asks for the compact timings of its trace ids
+when the run joins them (:meth:`timings`), and for the counters when read. The receiving
+process ends with this one (stopped, killed, or crashed: see :mod:`.receiver_link`).
+Servers, containers on the host network and a loopback-only namespace post to the same
+URL as before: the socket is the one bound here.
+
+It keeps only the parsed :class:`ServerTimings` per trace id, never spans, in a bounded
+store. It binds ``127.0.0.1`` unless told otherwise.
 
 A sender cannot cost the run its memory or its timing (docs/tracing.md, "Limits"): at
 most ``max_concurrent_posts`` exports are read at once (``503`` with ``Retry-After``
-past it), each at most ``max_body_bytes`` decompressed (``413``), decompressed in
-bounded steps; one export is parsed at a time, span by span (:mod:`.otlp_wire`), so the
-driving loop waits at most a GIL switch interval for it; the store keeps the run's own
-trace ids (``trace_prefix``) apart from any other, so outside spans cannot evict them;
-and with a ``token`` every post must carry ``Authorization: Bearer TOKEN`` (``401``).
+past it), each at most ``max_body_bytes`` decompressed (``413``); the store keeps the
+run's own trace ids (``trace_prefix``) apart from any other, so outside spans cannot
+evict them; and with a ``token`` every post must carry ``Authorization: Bearer TOKEN``
+(``401``). The engine is :class:`~pytest_latency.telemetry.receiver_thread.ThreadReceiver`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import socket
-import threading
-from collections.abc import Collection, Iterable
-from http.server import ThreadingHTTPServer
+import os
+from collections.abc import Collection
 from types import TracebackType
-from typing import Any, Self
-
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from typing import Self
 
 from pytest_latency.secret import Secret
-from pytest_latency.shown_text import shown
-from pytest_latency.telemetry._http import TRACES_PATH, OtlpHandler
-from pytest_latency.telemetry.otlp_wire import body_spans, message_spans
-from pytest_latency.telemetry.settings import DEFAULT_GRACE_S, parse_listen_address
-from pytest_latency.telemetry.spans import merge_all, parse_span
-from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S, TimingStore
+from pytest_latency.telemetry.listener import bind_listener
+from pytest_latency.telemetry.packed import unpack
+from pytest_latency.telemetry.receiver_link import (
+    ClearRequest,
+    ReceiverConfig,
+    ReceiverLink,
+    ReceiverStats,
+    StatsRequest,
+    TimingsRequest,
+    UnknownRequest,
+)
+from pytest_latency.telemetry.settings import (
+    DEFAULT_GRACE_S,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONCURRENT_POSTS,
+    TRACES_PATH,
+    parse_listen_address,
+)
+from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S
 from pytest_latency.telemetry.timings import ServerTimings
 
 __all__ = (
@@ -53,52 +75,12 @@ __all__ = (
 
 logger = logging.getLogger(__name__)
 
-#: Largest accepted body, after decompression (a batch of 512 vLLM spans is ~1 MiB).
-DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
-#: Exports read at once; more are answered 503 (OTLP exporters retry those).
-DEFAULT_MAX_CONCURRENT_POSTS = 4
-_STORE_BATCH = 1024  # spans parsed before their timings go to the store
-_POLL_S = 0.05
-_LOUD_REJECTIONS = 5  # rejections logged at WARNING; later ones at DEBUG
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def __init__(self, address: tuple[str, int], receiver: OtlpReceiver) -> None:
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
-        self.receiver = receiver
-        self._conns: set[socket.socket] = set()
-        self._conns_lock = threading.Lock()
-        super().__init__(address, OtlpHandler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._conns_lock:
-            self._conns.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._conns_lock:
-            self._conns.discard(request)
-        super().shutdown_request(request)
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # connection resets and the like: not worth a traceback on stderr
-        logger.debug("OTLP receiver: error on connection from %s", client_address, exc_info=True)
-
-    def close_connections(self) -> None:
-        """Shut down open (keep-alive) connections so their threads end now."""
-        with self._conns_lock:
-            conns = list(self._conns)
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+_ASK_S = 10.0  # a request that does not wait for spans is answered within this
+_STOP_S = 2.0
 
 
 class OtlpReceiver:
-    """OTLP/HTTP trace receiver in its own thread. Use as a context manager or start/stop.
+    """OTLP/HTTP trace receiver in its own process. A context manager, or start/stop.
 
     >>> with OtlpReceiver() as receiver:                         # doctest: +SKIP
     ...     server_env = {"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/protobuf"}
@@ -121,47 +103,48 @@ class OtlpReceiver:
         self._port = port
         self.max_body_bytes = max_body_bytes
         self.token = token
-        self.post_slots = threading.BoundedSemaphore(max_concurrent_posts)
-        self._parsing = threading.Lock()  # one export parsed at a time
-        self._store = TimingStore(max_traces, own_prefix=trace_prefix)
-        self._lock = threading.Lock()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._spans = 0
-        self._ignored = 0
-        self._exports = 0
-        self._rejections: dict[int, int] = {}
+        self._max_traces = max_traces
+        self._max_concurrent_posts = max_concurrent_posts
+        self._trace_prefix = trace_prefix
+        self._link: ReceiverLink | None = None
+        self._stats = ReceiverStats()  # the last counters read (kept after stop)
 
     # -- lifecycle -------------------------------------------------------------------
 
     def start(self) -> Self:
-        """Bind and serve in a daemon thread. Raises ``OSError`` when the bind fails."""
-        if self._server is not None:
+        """Bind here, then serve in the receiving process. Raises ``OSError`` when the bind
+        (or starting the process) fails. Returns at once: exports that arrive while the
+        process starts wait in the socket's backlog (:meth:`wait_ready` waits for it)."""
+        if self._link is not None:
             raise RuntimeError("OtlpReceiver already started")
-        server = _Server((self._host, self._port), self)
-        self._port = server.server_address[1]
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": _POLL_S},
-            name=f"pytest-latency-otlp-{self._port}",
-            daemon=True,
-        )
-        self._thread.start()
-        logger.debug("OTLP receiver listening on %s", self.traces_url)
+        listener = bind_listener(self._host, self._port)
+        self._port = listener.getsockname()[1]
+        config = ReceiverConfig(
+            max_traces=self._max_traces, max_body_bytes=self.max_body_bytes,
+            max_concurrent_posts=self._max_concurrent_posts, token=self.token,
+            trace_prefix=self._trace_prefix, log_level=logger.getEffectiveLevel(),
+            parent_pid=os.getpid(),
+        )  # fmt: skip
+        self._link = ReceiverLink(listener, config)  # closes listener once handed over
+        logger.debug("OTLP receiver listening on %s (pid %d)", self.traces_url, self.pid)
         return self
 
-    def stop(self, timeout_s: float = 2.0) -> None:
-        """Stop serving, close open connections and the port. Idempotent, bounded."""
-        server, thread = self._server, self._thread
-        self._server = self._thread = None
-        if server is None:
+    def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        """Whether the receiving process serves, waiting for it at most ``timeout_s``."""
+        link = self._link
+        return link is not None and link.wait_ready(timeout_s)
+
+    def stop(self, timeout_s: float = _STOP_S) -> None:
+        """Stop serving, close open connections and the port; the process ends. Keeps the
+        final counters. Idempotent, bounded (the process is killed past ``timeout_s``)."""
+        link, self._link = self._link, None
+        if link is None:
             return
-        server.shutdown()  # returns within one poll interval
-        server.close_connections()
-        server.server_close()
-        if thread is not None:
-            thread.join(timeout_s)
+        if link.wait_ready(0):
+            self._stats = link.stop(timeout_s) or self._stats
+        else:  # not serving yet (or gone): nothing to keep
+            link.kill()
+        link.close(timeout_s)
 
     def __enter__(self) -> Self:
         """Start unless already started; :meth:`stop` on exit."""
@@ -177,7 +160,13 @@ class OtlpReceiver:
 
     @property
     def running(self) -> bool:
-        return self._server is not None
+        return self._link is not None
+
+    @property
+    def pid(self) -> int | None:
+        """The receiving process's pid while started."""
+        link = self._link
+        return None if link is None else link.process.pid
 
     @property
     def host(self) -> str:
@@ -201,35 +190,6 @@ class OtlpReceiver:
 
     # -- data ------------------------------------------------------------------------
 
-    def ingest(self, request: ExportTraceServiceRequest) -> None:
-        """Parse and store one parsed export request (OTLP/JSON arrives so)."""
-        self._ingest_spans(message_spans(request))
-
-    def ingest_body(self, body: bytes | bytearray) -> None:
-        """Parse and store one OTLP/protobuf export body, span by span (what ``POST
-        /v1/traces`` does); DecodeError when it is malformed."""
-        self._ingest_spans(body_spans(body))
-
-    def _ingest_spans(self, spans: Iterable[tuple[str, Span | None]]) -> None:
-        total = ignored = 0
-        batch: list[ServerTimings] = []
-        with self._parsing:
-            for scope_name, span in spans:
-                total += 1
-                timings = None if span is None else parse_span(span, scope_name)
-                if timings is None:
-                    ignored += 1
-                    continue
-                batch.append(timings)
-                if len(batch) >= _STORE_BATCH:  # the store's caps apply as we go
-                    self._store.add(merge_all(batch).values())
-                    batch.clear()
-            self._store.add(merge_all(batch).values())
-        with self._lock:
-            self._spans += total
-            self._ignored += ignored
-            self._exports += 1
-
     def timings(
         self,
         trace_ids: Collection[str],
@@ -237,58 +197,69 @@ class OtlpReceiver:
         settle_s: float = DEFAULT_SETTLE_S,
     ) -> dict[str, ServerTimings]:
         """Timings for ``trace_ids``: waits until all arrived (then ``settle_s`` of quiet
-        for late spans of the same traces) or ``grace_s`` passed; returns what is there."""
-        return self._store.wait_for(trace_ids, grace_s, settle_s)
+        for late spans of the same traces) or ``grace_s`` passed; returns what is there
+        (nothing when the receiver is not running)."""
+        link = self._link
+        if link is None or not trace_ids:
+            return {}
+        request = TimingsRequest(link.next_id(), list(trace_ids), grace_s, settle_s)
+        found = link.ask(request, max(0.0, grace_s) + max(0.0, settle_s) + _ASK_S)
+        if not isinstance(found, dict):
+            return {}
+        return {trace_id: unpack(trace_id, data) for trace_id, data in found.items()}
 
     def unknown_trace_ids(self, known: Collection[str]) -> int:
         """Traces received whose id is not in ``known`` (spans from outside the run)."""
-        return self._store.unknown_trace_ids(known)
+        link = self._link
+        if link is None:
+            return 0
+        count = link.ask(UnknownRequest(link.next_id(), list(known)), _ASK_S)
+        return count if isinstance(count, int) else 0
 
     def clear(self) -> None:
         """Forget stored timings (between runs sharing one receiver); counters stay."""
-        self._store.clear()
+        link = self._link
+        if link is not None:
+            link.ask(ClearRequest(link.next_id()), _ASK_S)
 
     # -- counters --------------------------------------------------------------------
 
+    def stats(self) -> ReceiverStats:
+        """The counters now (the last ones read, once stopped or when the process is gone)."""
+        link = self._link
+        if link is not None:
+            found = link.ask(StatsRequest(link.next_id()), _ASK_S)
+            if isinstance(found, ReceiverStats):
+                self._stats = found
+        return self._stats
+
     @property
     def spans_received(self) -> int:
-        with self._lock:
-            return self._spans
+        return self.stats().spans
 
     @property
     def spans_ignored(self) -> int:
         """Spans that carried no timings we recognise."""
-        with self._lock:
-            return self._ignored
+        return self.stats().ignored
 
     @property
     def exports(self) -> int:
         """Export requests accepted (answered 200)."""
-        with self._lock:
-            return self._exports
+        return self.stats().exports
 
     @property
     def bad_requests(self) -> int:
         """Requests answered 400/411/413: undecodable, unframed or oversized bodies
         (429 and 503, posts past the concurrency cap, are in :attr:`rejections`)."""
-        with self._lock:
-            return sum(n for status, n in self._rejections.items() if status in (400, 411, 413))
+        rejections = self.stats().rejections
+        return sum(n for status, n in rejections.items() if status in (400, 411, 413))
 
     @property
     def rejections(self) -> dict[int, int]:
         """Every non-200 answer, by status code."""
-        with self._lock:
-            return dict(self._rejections)
+        return dict(self.stats().rejections)
 
     @property
     def traces_dropped(self) -> int:
         """New trace ids not stored because the store was full."""
-        return self._store.traces_dropped
-
-    def record_rejection(self, status: int, reason: str) -> None:
-        """Count (and log) one rejected request. Called by the HTTP handler."""
-        with self._lock:
-            self._rejections[status] = self._rejections.get(status, 0) + 1
-            total = sum(self._rejections.values())
-        level = logging.WARNING if total <= _LOUD_REJECTIONS and status != 404 else logging.DEBUG
-        logger.log(level, "OTLP receiver answered %d: %s", status, shown(reason, 300))
+        return self.stats().traces_dropped

@@ -12,12 +12,21 @@ from pytest_latency.secret import Secret
 
 __all__ = (
     "DEFAULT_GRACE_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONCURRENT_POSTS",
     "DEFAULT_METRICS_INTERVAL_S",
     "OTLP_TOKEN_VARIABLE",
+    "TRACES_PATH",
     "TelemetrySettings",
     "parse_listen_address",
 )
 
+#: Largest accepted body, after decompression (a batch of 512 vLLM spans is ~1 MiB).
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: Exports read at once; more are answered 503 (OTLP exporters retry those).
+DEFAULT_MAX_CONCURRENT_POSTS = 4
+#: The receiver's one path (OTLP/HTTP's default for traces).
+TRACES_PATH = "/v1/traces"
 #: The environment variable holding the receiver's bearer token (--latency-otlp-token).
 OTLP_TOKEN_VARIABLE = "PYTEST_LATENCY_OTLP_TOKEN"
 #: Default wait for late spans when joining (vLLM exports in batches, seconds late).

@@ -95,6 +95,7 @@ def test_a_receiver_port_in_use_is_a_usage_error_at_configure(pytester: pytest.P
     assert "Traceback" not in errors and "test_never_reached" not in result.stdout.str()
 
 
+@pytest.mark.slow
 def test_the_session_listens_as_soon_as_it_exists(receiver_port: int) -> None:
     # No server started and no run: a span posted now is accepted and kept for the join.
     session = LatencySession(_options(otlp_receiver=f"127.0.0.1:{receiver_port}"))

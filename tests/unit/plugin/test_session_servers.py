@@ -27,6 +27,7 @@ def test_image_and_gpu_flags_go_with_the_flagged_servers_kind() -> None:
         session.close()
 
 
+@pytest.mark.usefixtures("receiver_in_this_process")
 def test_a_failed_start_is_not_retried_by_every_test(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_latency.plugin import session as session_module
 

@@ -88,6 +88,7 @@ def test_the_hook_is_asked_before_the_built_in_kinds() -> None:
         find_kind("mykind", lambda name: "mykind")  # type: ignore[arg-type,return-value]
 
 
+@pytest.mark.usefixtures("receiver_in_this_process")
 def test_the_session_asks_the_registry_which_kinds_get_its_receiver(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from pytest_latency.sim import SimConfig, SimServer
-from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 
 FAST = SimConfig(decode_base_s=0.001, decode_per_seq_s=0.0, prefill_base_s=0.0,
                  prefill_per_token_s=0.0)  # fmt: skip
@@ -32,7 +32,7 @@ def send(url: str, trace_ids: dict[str, bool]) -> None:
 
 
 def received_after_stop(sampling: str, trace_ids: dict[str, bool]) -> set[str]:
-    with OtlpReceiver() as receiver:
+    with ThreadReceiver() as receiver:
         config = replace(FAST, otlp_traces_endpoint=receiver.traces_url, otlp_sampling=sampling)
         with SimServer(config) as server:
             send(server.url, trace_ids)

@@ -20,7 +20,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from pytest_latency.sim import SimConfig, SimServer
 from pytest_latency.sim.tracing import EXPORT_TIMEOUT_S
-from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 
 # One slot, 10 ms steps and no prefill cost: a 4-token request holds the replica ~40 ms.
 QUEUEING = SimConfig(replicas=1, max_batch=1, decode_base_s=0.01, decode_per_seq_s=0.0,
@@ -29,7 +29,7 @@ TIMING = re.compile(r"^(\w+);dur=(\d+\.\d{3})$")
 HEADER_ROUNDING_S = 0.6e-6  # the header prints milliseconds with three decimals
 
 
-class CapturingReceiver(OtlpReceiver):
+class CapturingReceiver(ThreadReceiver):
     """The real receiver, also keeping the raw spans (name, kind, parent, status)."""
 
     def __init__(self) -> None:

@@ -18,13 +18,13 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, TraceFlags
 
-from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 from tests.helpers.otlp_helpers import VLLM_ATTRS, new_trace_id, post
 
 
 @pytest.fixture
-def receiver() -> Iterator[OtlpReceiver]:
-    with OtlpReceiver() as running:
+def receiver() -> Iterator[ThreadReceiver]:
+    with ThreadReceiver() as running:
         yield running
 
 
@@ -45,7 +45,7 @@ def _emit_llm_request(provider: TracerProvider, trace_id: str) -> None:
 
 @pytest.mark.parametrize("compression", [Compression.NoCompression, Compression.Gzip])
 def test_real_exporter_spans_join_by_trace_id(
-    receiver: OtlpReceiver, compression: Compression
+    receiver: ThreadReceiver, compression: Compression
 ) -> None:
     trace_id = new_trace_id()
     exporter = OTLPSpanExporter(endpoint=receiver.traces_url, timeout=5, compression=compression)
@@ -75,7 +75,7 @@ def _recorded_spans(trace_id: str) -> tuple[ReadableSpan, ...]:
     return memory.get_finished_spans()
 
 
-def test_exporter_gets_success_and_sends_once(receiver: OtlpReceiver) -> None:
+def test_exporter_gets_success_and_sends_once(receiver: ThreadReceiver) -> None:
     trace_id = new_trace_id()
     exporter = OTLPSpanExporter(endpoint=receiver.traces_url, timeout=5)
     try:
@@ -87,7 +87,7 @@ def test_exporter_gets_success_and_sends_once(receiver: OtlpReceiver) -> None:
     assert trace_id in receiver.timings([trace_id], grace_s=2)
 
 
-def test_hand_built_otlp_json(receiver: OtlpReceiver) -> None:
+def test_hand_built_otlp_json(receiver: ThreadReceiver) -> None:
     """A body written by hand after the OTLP/JSON spec: hex ids, camelCase, int64 strings."""
     trace_id = new_trace_id()
     body = (

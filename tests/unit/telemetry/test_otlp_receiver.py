@@ -1,5 +1,9 @@
 """The OTLP/HTTP receiver over real loopback HTTP: statuses, counters, waiting, stopping.
 
+Each test runs against the receiver in its own process (what the plugin uses; slow tier:
+it starts a process) and against its engine in a thread of this process (the same HTTP
+handler and store; fast tier).
+
 Timing tolerances: the lower bounds are what the code guarantees (it cannot return
 before the spans were posted); the upper bounds sit well below the grace period, so a
 pass proves the wait ended early, while leaving seconds of slack for a loaded 2-core
@@ -20,12 +24,27 @@ import pytest
 
 from pytest_latency.telemetry.otlp_json import dumps_request
 from pytest_latency.telemetry.receiver import OtlpReceiver, parse_listen_address
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
+
+Receiver = OtlpReceiver | ThreadReceiver
+Kind = type[OtlpReceiver] | type[ThreadReceiver]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(OtlpReceiver, id="process", marks=pytest.mark.slow),
+        pytest.param(ThreadReceiver, id="thread"),
+    ]
+)
+def kind(request: pytest.FixtureRequest) -> Kind:
+    found: Kind = request.param
+    return found
 
 
 @pytest.fixture
-def receiver() -> Iterator[OtlpReceiver]:
-    with OtlpReceiver() as running:
+def receiver(kind: Kind) -> Iterator[Receiver]:
+    with kind() as running:
         yield running
 
 
@@ -34,13 +53,13 @@ def _vllm_body(*trace_ids: str) -> bytes:
     return make_request(spans, "vllm.llm_engine").SerializeToString()
 
 
-def test_binds_loopback_ephemeral_port(receiver: OtlpReceiver) -> None:
+def test_binds_loopback_ephemeral_port(receiver: Receiver) -> None:
     assert receiver.port > 0
     assert receiver.endpoint == f"http://127.0.0.1:{receiver.port}"
     assert receiver.traces_url == f"http://127.0.0.1:{receiver.port}/v1/traces"
 
 
-def test_protobuf_export_is_parsed_and_answered_in_kind(receiver: OtlpReceiver) -> None:
+def test_protobuf_export_is_parsed_and_answered_in_kind(receiver: Receiver) -> None:
     tid = new_trace_id()
     status, ctype, body = post(receiver.traces_url, _vllm_body(tid))
     assert (status, ctype, body) == (200, "application/x-protobuf", b"")
@@ -50,7 +69,7 @@ def test_protobuf_export_is_parsed_and_answered_in_kind(receiver: OtlpReceiver) 
     assert (receiver.spans_received, receiver.spans_ignored, receiver.exports) == (1, 0, 1)
 
 
-def test_json_gzip_deflate_and_chunked(receiver: OtlpReceiver) -> None:
+def test_json_gzip_deflate_and_chunked(receiver: Receiver) -> None:
     ids = [new_trace_id() for _ in range(4)]
     json_body = dumps_request(make_request([make_span(ids[0], "llm_request", VLLM_ATTRS)]))
     assert post(receiver.traces_url, json_body, "application/json; charset=utf-8")[:3] == (
@@ -94,7 +113,7 @@ def test_json_gzip_deflate_and_chunked(receiver: OtlpReceiver) -> None:
     ],
 )
 def test_undecodable_bodies_get_400_and_are_counted(
-    receiver: OtlpReceiver, body: bytes, ctype: str, headers: dict[str, str]
+    receiver: Receiver, body: bytes, ctype: str, headers: dict[str, str]
 ) -> None:
     status, _, _ = post(receiver.traces_url, body, ctype, headers=headers)
     assert status == 400
@@ -102,7 +121,7 @@ def test_undecodable_bodies_get_400_and_are_counted(
     assert receiver.exports == 0
 
 
-def test_other_paths_methods_and_types(receiver: OtlpReceiver) -> None:
+def test_other_paths_methods_and_types(receiver: Receiver) -> None:
     base = receiver.endpoint
     assert post(base + "/v1/metrics", _vllm_body(new_trace_id()))[0] == 404
     assert post(base + "/", b"")[0] == 404
@@ -115,8 +134,8 @@ def test_other_paths_methods_and_types(receiver: OtlpReceiver) -> None:
     assert post(receiver.traces_url + "?x=1", _vllm_body(new_trace_id()))[0] == 200
 
 
-def test_body_limit_gives_413() -> None:
-    with OtlpReceiver(max_body_bytes=1000) as small:
+def test_body_limit_gives_413(kind: Kind) -> None:
+    with kind(max_body_bytes=1000) as small:
         big = _vllm_body(*[new_trace_id() for _ in range(20)])
         assert len(big) > 1000
         assert post(small.traces_url, big)[0] == 413
@@ -126,7 +145,7 @@ def test_body_limit_gives_413() -> None:
         assert small.bad_requests == 2
 
 
-def test_late_spans_still_join(receiver: OtlpReceiver) -> None:
+def test_late_spans_still_join(receiver: Receiver) -> None:
     tid = new_trace_id()
     timer = threading.Timer(1.0, post, args=(receiver.traces_url, _vllm_body(tid)))
     start = time.monotonic()
@@ -140,7 +159,7 @@ def test_late_spans_still_join(receiver: OtlpReceiver) -> None:
     assert 0.9 <= elapsed < 4.0, elapsed  # waited for the span, not for the grace period
 
 
-def test_returns_promptly_when_all_present(receiver: OtlpReceiver) -> None:
+def test_returns_promptly_when_all_present(receiver: Receiver) -> None:
     ids = [new_trace_id() for _ in range(50)]
     assert post(receiver.traces_url, _vllm_body(*ids))[0] == 200
     start = time.monotonic()
@@ -149,7 +168,7 @@ def test_returns_promptly_when_all_present(receiver: OtlpReceiver) -> None:
     assert set(joined) == set(ids)
 
 
-def test_settle_lets_a_second_span_of_the_same_trace_merge(receiver: OtlpReceiver) -> None:
+def test_settle_lets_a_second_span_of_the_same_trace_merge(receiver: Receiver) -> None:
     tid = new_trace_id()
     first = make_request([make_span(tid, "generate", {"queue_time": "5ms"})])
     second = make_request([make_span(tid, "gw", {"gen_ai.latency.time_to_first_token": 0.2})])
@@ -164,7 +183,7 @@ def test_settle_lets_a_second_span_of_the_same_trace_merge(receiver: OtlpReceive
     assert joined[tid].server_ttft_s == pytest.approx(0.2)
 
 
-def test_missing_traces_return_after_grace(receiver: OtlpReceiver) -> None:
+def test_missing_traces_return_after_grace(receiver: Receiver) -> None:
     present, missing = new_trace_id(), new_trace_id()
     post(receiver.traces_url, _vllm_body(present))
     start = time.monotonic()
@@ -175,9 +194,9 @@ def test_missing_traces_return_after_grace(receiver: OtlpReceiver) -> None:
     assert receiver.timings([], grace_s=5) == {}
 
 
-def test_unknown_trace_ids_and_bounded_store() -> None:
+def test_unknown_trace_ids_and_bounded_store(kind: Kind) -> None:
     ours, theirs = new_trace_id(), new_trace_id()
-    with OtlpReceiver(max_traces=2) as small:
+    with kind(max_traces=2) as small:
         post(small.traces_url, _vllm_body(ours, theirs, new_trace_id()))
         assert small.traces_dropped == 1
         assert small.unknown_trace_ids([ours]) == 1
@@ -186,8 +205,8 @@ def test_unknown_trace_ids_and_bounded_store() -> None:
         assert small.unknown_trace_ids([]) == 0
 
 
-def test_stop_is_prompt_closes_keepalive_and_releases_the_port() -> None:
-    receiver = OtlpReceiver().start()
+def test_stop_is_prompt_closes_keepalive_and_releases_the_port(kind: Kind) -> None:
+    receiver = kind().start()
     port = receiver.port
     idle = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     idle.request(
@@ -205,14 +224,14 @@ def test_stop_is_prompt_closes_keepalive_and_releases_the_port() -> None:
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
     idle.close()
-    with OtlpReceiver(port=port) as again:  # the same port binds again
+    with kind(port=port) as again:  # the same port binds again
         assert again.port == port
         assert post(again.traces_url, _vllm_body(new_trace_id()))[0] == 200
 
 
-def test_port_in_use_raises() -> None:
-    with OtlpReceiver() as first, pytest.raises(OSError):
-        OtlpReceiver(port=first.port).start()
+def test_port_in_use_raises(kind: Kind) -> None:
+    with kind() as first, pytest.raises(OSError):
+        kind(port=first.port).start()
 
 
 @pytest.mark.parametrize(
@@ -235,9 +254,9 @@ def test_parse_listen_address_rejects(text: str) -> None:
         parse_listen_address(text)
 
 
-def test_ipv6_loopback() -> None:
+def test_ipv6_loopback(kind: Kind) -> None:
     try:
-        receiver = OtlpReceiver("::1").start()
+        receiver = kind("::1").start()
     except OSError:
         pytest.skip("no IPv6 loopback here")
     with receiver:

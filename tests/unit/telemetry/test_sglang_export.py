@@ -15,14 +15,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.trace import set_span_in_context
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 T0 = 1_760_000_000_000_000_000
 
 
 def test_sglang_http_protobuf_spans_join_under_the_clients_trace_id() -> None:
-    with OtlpReceiver() as receiver:
+    with ThreadReceiver() as receiver:
         exporter = OTLPSpanExporter(endpoint=receiver.traces_url)  # as SGLang builds it
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
