@@ -14,22 +14,9 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.slow  # 45 s of load in an inner pytest
+from tests.helpers.lesson_spike import SPEC
 
-SPEC = """\
-workload:
-  seed: 4
-  input_tokens: [100, 200]
-  output_tokens: 16
-  timeout: 30s
-  phases:
-    - {{name: steady, arrival: poisson, rate: 4, duration: 40s}}
-    - {{name: spike, arrival: poisson, rate: 20, duration: 5s}}
-objectives:
-  - {{metric: ttft, p: 95, max: {ttft}, phase: steady}}
-  - {{metric: queue_wait, p: 95, max: 500ms}}
-  - {{metric: error_rate, max: 5%}}
-"""
+pytestmark = pytest.mark.slow  # 45 s of load in an inner pytest
 
 
 def _verdicts(pytester: pytest.Pytester, ttft: str) -> tuple[pytest.RunResult, dict[str, str]]:
