@@ -10,8 +10,8 @@ default. An exception raised by a Python signal handler mid-drive (pytest-timeou
 ``signal`` method) stops the drive on either loop (:mod:`.signal_stop`; uvloop used to
 log and drop it).
 
-The switch interval: the plugin's other threads (the OTLP receiver decoding span
-batches, the Prometheus scraper, the progress poller) share the GIL with the driving
+The switch interval: the plugin's other threads (the Prometheus scraper, the progress
+poller, the thread that reads the OTLP receiver's process) share the GIL with the driving
 loop. A thread busy in Python holds it for up to ``sys.getswitchinterval()`` (5 ms by
 default) before the loop's thread gets it back, so a send due meanwhile goes out up to
 5 ms late: scattered late sends at low load in an otherwise idle process. During a
