@@ -40,11 +40,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Collection
-from types import TracebackType
 from typing import Self
 
 from pytest_latency.secret import Secret
-from pytest_latency.telemetry.listener import bind_listener
+from pytest_latency.telemetry.listener import ListeningReceiver, bind_listener
 from pytest_latency.telemetry.packed import unpack
 from pytest_latency.telemetry.receiver_link import (
     ClearRequest,
@@ -79,7 +78,7 @@ _ASK_S = 10.0  # a request that does not wait for spans is answered within this
 _STOP_S = 2.0
 
 
-class OtlpReceiver:
+class OtlpReceiver(ListeningReceiver):
     """OTLP/HTTP trace receiver in its own process. A context manager, or start/stop.
 
     >>> with OtlpReceiver() as receiver:                         # doctest: +SKIP
@@ -99,8 +98,7 @@ class OtlpReceiver:
         token: Secret | None = None,
         trace_prefix: str | None = None,
     ) -> None:
-        self._host = host
-        self._port = port
+        super().__init__(host, port)
         self.max_body_bytes = max_body_bytes
         self.token = token
         self._max_traces = max_traces
@@ -146,18 +144,6 @@ class OtlpReceiver:
             link.kill()
         link.close(timeout_s)
 
-    def __enter__(self) -> Self:
-        """Start unless already started; :meth:`stop` on exit."""
-        return self if self.running else self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     @property
     def running(self) -> bool:
         return self._link is not None
@@ -167,26 +153,6 @@ class OtlpReceiver:
         """The receiving process's pid while started."""
         link = self._link
         return None if link is None else link.process.pid
-
-    @property
-    def host(self) -> str:
-        return self._host
-
-    @property
-    def port(self) -> int:
-        """The bound port (the ephemeral one after :meth:`start` when 0 was asked)."""
-        return self._port
-
-    @property
-    def endpoint(self) -> str:
-        """``http://HOST:PORT`` (the OTLP base endpoint)."""
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
-
-    @property
-    def traces_url(self) -> str:
-        """``http://HOST:PORT/v1/traces`` (the full URL an ``http/protobuf`` exporter needs)."""
-        return self.endpoint + TRACES_PATH
 
     # -- data ------------------------------------------------------------------------
 

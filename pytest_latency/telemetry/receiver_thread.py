@@ -22,7 +22,6 @@ import socket
 import threading
 from collections.abc import Collection, Iterable
 from http.server import ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Self
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -31,13 +30,12 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from pytest_latency.secret import Secret
 from pytest_latency.shown_text import shown
 from pytest_latency.telemetry._http import OtlpHandler
-from pytest_latency.telemetry.listener import bind_listener
+from pytest_latency.telemetry.listener import ListeningReceiver, bind_listener
 from pytest_latency.telemetry.otlp_wire import body_spans, message_spans
 from pytest_latency.telemetry.settings import (
     DEFAULT_GRACE_S,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONCURRENT_POSTS,
-    TRACES_PATH,
 )
 from pytest_latency.telemetry.spans import merge_all, parse_span
 from pytest_latency.telemetry.store import DEFAULT_MAX_TRACES, DEFAULT_SETTLE_S, TimingStore
@@ -88,7 +86,7 @@ class _Server(ThreadingHTTPServer):
                 conn.shutdown(socket.SHUT_RDWR)
 
 
-class ThreadReceiver:
+class ThreadReceiver(ListeningReceiver):
     """OTLP/HTTP trace receiver in a thread of this process; start/stop or a context manager.
 
     >>> with ThreadReceiver() as receiver:                       # doctest: +SKIP
@@ -108,8 +106,7 @@ class ThreadReceiver:
         token: Secret | None = None,
         trace_prefix: str | None = None,
     ) -> None:
-        self._host = host
-        self._port = port
+        super().__init__(host, port)
         self.max_body_bytes = max_body_bytes
         self.token = token
         self.post_slots = threading.BoundedSemaphore(max_concurrent_posts)
@@ -157,41 +154,9 @@ class ThreadReceiver:
         if thread is not None:
             thread.join(timeout_s)
 
-    def __enter__(self) -> Self:
-        """Start unless already started; :meth:`stop` on exit."""
-        return self if self.running else self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     @property
     def running(self) -> bool:
         return self._server is not None
-
-    @property
-    def host(self) -> str:
-        return self._host
-
-    @property
-    def port(self) -> int:
-        """The bound port (the ephemeral one after :meth:`start` when 0 was asked)."""
-        return self._port
-
-    @property
-    def endpoint(self) -> str:
-        """``http://HOST:PORT`` (the OTLP base endpoint)."""
-        host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
-
-    @property
-    def traces_url(self) -> str:
-        """``http://HOST:PORT/v1/traces`` (the full URL an ``http/protobuf`` exporter needs)."""
-        return self.endpoint + TRACES_PATH
 
     # -- data ------------------------------------------------------------------------
 
