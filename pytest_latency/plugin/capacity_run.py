@@ -32,13 +32,7 @@ import anyio
 import anyio.to_thread
 import httpx
 
-from pytest_latency.analysis.capacity import (
-    DEFAULT_LOOKS,
-    CapacityResult,
-    ProbeEvidence,
-    ProbeResult,
-    search_capacity,
-)
+from pytest_latency.analysis.capacity import DEFAULT_LOOKS, search_capacity
 from pytest_latency.analysis.capacity_probe import (
     RUNAWAY_CHECK_S,
     check_spans,
@@ -49,6 +43,7 @@ from pytest_latency.analysis.capacity_probe import (
     queue_evidence,
     saturated,
 )
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeEvidence, ProbeResult
 from pytest_latency.driver import Run, Target
 from pytest_latency.driver.loop import run_on_loop
 from pytest_latency.plugin.capacity_timeline import ProbeRun

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from pytest_latency.analysis.capacity import ProbeResult
 from pytest_latency.analysis.capacity_probe import (
     SATURATION_LABEL,
     check_spans,
@@ -17,6 +16,7 @@ from pytest_latency.analysis.capacity_probe import (
     queue_evidence,
     saturated,
 )
+from pytest_latency.analysis.capacity_result import ProbeResult
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 

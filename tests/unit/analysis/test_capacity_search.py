@@ -13,15 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from pytest_latency.analysis.capacity import (
-    DEFAULT_LOOKS,
-    CapacityResult,
-    ProbeResult,
-    search_capacity,
-)
+from pytest_latency.analysis.capacity import DEFAULT_LOOKS, search_capacity
 from pytest_latency.analysis.capacity_gate import decide_capacity
 from pytest_latency.analysis.capacity_plan import MAX_RETRIES, RETRIES, repeat_shares, search_plan
 from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeResult
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.records import RequestRecord, Status

@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from pytest_latency.analysis.capacity import CapacityResult, search_capacity
+from pytest_latency.analysis.capacity import search_capacity
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.spec.model import objective
 from tests.helpers.slot_server import SlotServer
 from tests.helpers.virtual_capacity import VirtualProbes
