@@ -14,7 +14,7 @@ budget holds reserves a rate's alpha, four probes a rate).
 ``evidence``: how often one probe of T seconds at a load decides a pass on the 4-slot
 server at the 3 s limit, tested once at confidence 99% and 99.8% (20 seeds): an oracle
 search that knew the capacity and spent all its alpha on one test. docs/capacity.md
-("Why six minutes cannot bracket a 4-slot server") has both tables.
+("Why six minutes hardly bracket a 4-slot server") has both tables.
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ def between(anchor: float, lower: float, upper: float, ratio: float) -> float:
     ]
     if not inside:
         return middle
-    return anchor * ratio ** min(inside, key=lambda index: (abs(index - centre), index))
+    distance = {index: round(abs(index - centre), 6) for index in inside}  # ties are ties
+    return anchor * ratio ** min(inside, key=lambda index: (distance[index], index))
 
 
 def stepped(anchor: float, rate: float, steps: int, ratio: float) -> float:

@@ -86,24 +86,23 @@ def replicates(
 @pytest.mark.parametrize(
     ("limit_s", "within", "held"),
     [
-        # The flip just over the capacity (27.2 req/s): measured 14 of 20 within 1.5x,
-        # 16 of 20 held the flip; the misses found no pass. (17 and 18 with the queue
-        # check before issue 33, which called 8-33% of healthy probes near capacity
-        # runaway; its trend test now counts in the probe's alpha, and decides later.)
-        (3.0, 13, 15),
-        # The flip at 92% of the capacity (24.4 req/s): measured 9 of 20 within 1.5x,
-        # 14 of 20 held it (16 and 18 with the queue check before issue 33).
-        (0.5, 8, 13),
+        # The flip just over the capacity (27.2 req/s): measured 20 of 20 within 1.5x,
+        # 20 of 20 held the flip. 14 and 20 before the search's rates lay on a lattice
+        # (docs/capacity.md): its misses were 1.53x, a fail bisected 1.53x over the pass.
+        (3.0, 18, 18),
+        # The flip at 92% of the capacity (24.4 req/s): measured 16 of 20 within 1.5x,
+        # 18 of 20 held it (15 and 18 before the lattice).
+        (0.5, 14, 16),
     ],
     ids=["ttft-3s", "ttft-500ms"],
 )
 def test_a_six_minute_search_brackets_a_16_slot_server_within_1_5x(
     limit_s: float, within: int, held: int
 ) -> None:
-    """The seeds are fixed, so the counts are exact; the thresholds sit 3 under what was
-    measured (two binomial sds of an 80% rate over 20), so that a change elsewhere (the
-    verdicts' dependence estimate) moves them without failing, while a search that
-    loses its repeats or its step over the band (6 and 4 of 20 before) fails."""
+    """The seeds are fixed, so the counts are exact; the thresholds sit 2 under what was
+    measured, so that a change elsewhere (the verdicts' dependence estimate) moves them
+    without failing, while a search that loses its lattice, its repeats or its step
+    over the band (14, 6 and 4 of 20) fails."""
     server = slots(16)
     truth, widths, holds = replicates(server, limit_s)
     assert 0.9 * server.throughput_rps < truth < 1.1 * server.throughput_rps
@@ -113,43 +112,40 @@ def test_a_six_minute_search_brackets_a_16_slot_server_within_1_5x(
     assert all(width <= 1.75 for width in widths if math.isfinite(width)), sorted(widths)
 
 
-# A documented limit (docs/capacity.md, "Why six minutes cannot bracket a 4-slot
-# server"): a pass needs a rate at 77% of the capacity or more (a fail fast enough, by a
-# runaway queue, lies at 115% or more), and there one 60 s probe holds ~15-25 effective
-# requests where a pass needs ~70-90. Even a search that knew the capacity and spent all
-# its alpha on one probe of the 300 s the budget leaves passes at 80% of it in 9 of 20
-# seeds (benchmarks/sim_capacity_budget.py evidence); measured 1 of 20 within 1.5x. A
-# strict xfail: a search that meets 1.5x here must update the docs.
+# Near a small server's capacity the evidence comes slowly (docs/capacity.md, "Why six
+# minutes hardly bracket a 4-slot server"): a pass needs a rate at 79% of the capacity
+# or more (a fail there within 1.5x lies at 118%), and there one 60 s probe holds ~10-50
+# effective requests where a pass needs ~70-90, so it takes 2-4 pooled probes of the 5
+# the budget holds. Measured 12 of 20 within 1.5x (8 before the lattice), 16 hold the
+# flip, none wrong; over 100 seeds 44 within 1.5x, 73 held, 1 wrong.
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="a 4-slot server is bracketed within 1.5x rarely")
-def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x() -> None:
-    _, widths, _ = replicates(slots(4), 3.0)
+def test_a_six_minute_search_brackets_a_4_slot_server_within_1_5x_in_half_the_seeds() -> None:
+    _, widths, holds = replicates(slots(4), 3.0)
     assert sum(width <= 1.5 for width in widths) >= REPLICATES // 2, sorted(widths)
+    assert holds >= 14, sorted(widths)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("count", "budget_s", "within", "held"),
     [
-        # 18 minutes: measured 11 of 20 within 1.5x, 19 held the flip, none wrong (0 of
-        # 20 within 1.5x before a budget bought repeats at one rate: docs/capacity.md).
-        # With the queue check inside alpha (issue 33): 2 of 20 within 1.5x, 8 held.
-        # Over a 4-slot server's capacity the queue grows ~1.3/s against arrivals'
-        # noise of ~3/s^0.5: only the objectives' looks can fail those probes fast.
-        (4, 1080.0, 1, 5),
-        # 12 minutes: measured 15 of 20 within 1.5x, 19 held it (6 and 20 before).
-        # With the queue check inside alpha (issue 33): 6 of 20 within 1.5x, 15 held.
-        (8, 720.0, 5, 14),
+        # 12 minutes: measured 19 of 20 within 1.5x, 20 held the flip, none wrong (16
+        # and 20 before the lattice; 1 and 18 before a budget bought repeats at one
+        # rate, with the queue check outside alpha: docs/capacity.md).
+        (4, 720.0, 17, 18),
+        # 12 minutes: measured 20 of 20 within 1.5x, 20 held it (17 and 20 before the
+        # lattice; 6 and 20 before a budget bought repeats).
+        (8, 720.0, 18, 18),
     ],
-    ids=["4-slots-18m", "8-slots-12m"],
+    ids=["4-slots-12m", "8-slots-12m"],
 )
 def test_a_longer_budget_brackets_a_small_server_within_1_5x(
     count: int, budget_s: float, within: int, held: int
 ) -> None:
     """Near a small server's capacity a pass takes minutes of pooled probes at one rate;
-    a longer budget buys them (analysis/capacity_plan.py). Thresholds sit 2-3 under
-    what was measured, as in the 16-slot test; the budget before bought rates it never
-    probed, and fails them (0 and 6 of 20)."""
+    a longer budget buys them (analysis/capacity_plan.py). Thresholds sit 2 under what
+    was measured, as in the 16-slot test; the budget before bought rates it never
+    probed, and fails them (1 and 6 of 20)."""
     server = slots(count)
     truth, widths, holds = replicates(server, 3.0, budget_s)
     print(f"flip {truth:.2f}/s; within 1.5x {sum(w <= 1.5 for w in widths)}, held {holds}")
