@@ -121,7 +121,11 @@ def _around_band(
        rate that then passes is a bracket within 1.5x.
     2. Once hemmed in so, a band end again (pooled) when its lean, projected over the
        probes left to it (l * (k + left) / k after k), reaches ``LEAN_TO_REPEAT``.
-    3. Under the band by one ratio. 4. A band end again, to ``RETRIES`` probes.
+    3. Under the band by one ratio.
+    4. One ratio over the band when a pass lies two under that (a fail there brackets
+       1.44x) and it is ``OVERLOAD`` over what the failed probes kept up with
+       (:func:`kept_up`): its queue grows, so it fails within a probe.
+    5. A band end again, to ``RETRIES`` probes.
     """
     tried = {probe.rate for probe in result.probes}
     lower, upper = bracket

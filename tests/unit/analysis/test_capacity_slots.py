@@ -24,6 +24,7 @@ from tests.helpers.virtual_capacity import VirtualProbes
 
 WARM_S, PROBE_S, BUDGET_S = 6.0, 60.0, 360.0
 REPLICATES = 20
+SPAN = (0.15, 4.5)  # the search's rates, in capacities: its first probe at 0.82
 
 
 def slots(count: int) -> SlotServer:
@@ -50,9 +51,14 @@ def flip_rate(server: SlotServer, limit_s: float, seeds: int = 20) -> float:
 
 
 def search(
-    server: SlotServer, limit_s: float, seed: int, budget_s: float | None = None
+    server: SlotServer,
+    limit_s: float,
+    seed: int,
+    budget_s: float | None = None,
+    span: tuple[float, float] = SPAN,
 ) -> CapacityResult:
-    """The search over a 30x range around the capacity (its first probe at 82% of it)."""
+    """The search over ``span`` times the capacity (by default a 30x range with its first
+    probe at 82% of the capacity)."""
     goals = [objective("ttft", p=90, max=f"{limit_s:g}s")]
     probes = VirtualProbes(
         server.records, goals, warmup_s=WARM_S, probe_s=PROBE_S, seed=seed, drain_s=0.1 * PROBE_S
@@ -60,7 +66,7 @@ def search(
     capacity = server.throughput_rps
     return search_capacity(
         probes,
-        (0.15 * capacity, 4.5 * capacity),
+        (span[0] * capacity, span[1] * capacity),
         probe_cost_s=WARM_S + 1.1 * PROBE_S,
         budget_s=budget_s or BUDGET_S,
         shortest_probe_s=WARM_S + 0.5 * PROBE_S,
@@ -68,13 +74,16 @@ def search(
 
 
 def replicates(
-    server: SlotServer, limit_s: float, budget_s: float | None = None
+    server: SlotServer,
+    limit_s: float,
+    budget_s: float | None = None,
+    span: tuple[float, float] = SPAN,
 ) -> tuple[float, list[float], int]:
     """(the flip, each replicate's width, how many held the flip)."""
     truth = flip_rate(server, limit_s)
     widths, holds = [], 0
     for replicate in range(REPLICATES):
-        result = search(server, limit_s, seed=1000 * replicate, budget_s=budget_s)
+        result = search(server, limit_s, 1000 * replicate, budget_s, span)
         assert result.spent_s <= (budget_s or BUDGET_S)
         passed, failed = result.passed_rps, result.failed_rps
         widths.append(math.inf if passed is None or failed is None else failed / passed)
