@@ -68,8 +68,6 @@ def test_a_live_search_brackets_a_slot_server_within_1_5x(pytester: pytest.Pytes
     # 131..218/s (1.65x): plain bisection of the range put its fail 1.65x over the pass.
     assert failed / passed <= 1.5, (truth, rows)
     assert search["spent_s"] <= BUDGET_S and not search["contradictions"]
-    pooled = [item["pooled"] for p in search["probes"] for item in p["objectives"]]
-    assert max(pooled) >= 2, rows  # a repeat decided on its rate's probes pooled
     (gate,) = run["objectives"]
     assert (gate["metric"], gate["verdict"], gate["unit"]) == ("capacity", "pass", "rps")
 
