@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import pytest_latency.analysis.capacity as capacity  # noqa: E402
+import pytest_latency.analysis.capacity_steps as capacity_steps  # noqa: E402
 from benchmarks.sim_dependence_variants import variant  # noqa: E402
 from pytest_latency.analysis import attainment, percentiles  # noqa: E402
 from pytest_latency.spec.model import objective  # noqa: E402
@@ -75,7 +76,7 @@ def main() -> None:
     for lean in (0.3, 1.2):
 
         def leaning(lean: float = lean) -> None:
-            capacity.LEAN_TO_REPEAT = lean
+            capacity_steps.LEAN_TO_REPEAT = lean
 
         rows.append((f"indicator only, repeat at lean {lean}", "indicator", leaning, {}))
     for confidence in (0.95, 0.8, 0.5):
@@ -83,9 +84,9 @@ def main() -> None:
             (f"indicator only, confidence {confidence}", "indicator", lambda: None,
              {"confidence": confidence})
         )  # fmt: skip
-    lean_default = capacity.LEAN_TO_REPEAT
+    lean_default = capacity_steps.LEAN_TO_REPEAT
     for label, name, patch, options in rows:
-        capacity.repeat_shares, capacity.LEAN_TO_REPEAT = shares, lean_default  # type: ignore[assignment]
+        capacity.repeat_shares, capacity_steps.LEAN_TO_REPEAT = shares, lean_default  # type: ignore[assignment]
         estimate(name)
         patch()
         within, holds = searches(seeds, truth, **options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pytest_latency.analysis.capacity import CapacityResult
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.analysis.verdict import ObjectiveResult, Verdict
 from pytest_latency.spec.model import Objective
 

@@ -14,7 +14,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 
-from pytest_latency.analysis.capacity import ProbeEvidence
+from pytest_latency.analysis.capacity_result import ProbeEvidence
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.analysis.runaway import queue_trend
 from pytest_latency.analysis.verdict import ObjectiveResult, objective_confidence

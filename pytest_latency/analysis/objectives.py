@@ -7,8 +7,8 @@ import math
 from collections.abc import Sequence
 
 from pytest_latency.analysis.attainment import decide_attainment
-from pytest_latency.analysis.capacity import CapacityResult
 from pytest_latency.analysis.capacity_gate import capacity_objective_result
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.analysis.cohorts import in_range, output_length
 from pytest_latency.analysis.recovery import decide_recovery
 from pytest_latency.analysis.relative import decide_relative

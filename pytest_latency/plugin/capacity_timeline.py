@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pytest_latency.analysis.capacity import CapacityResult
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RequestRecord
 from pytest_latency.servers.base import ServerInfo

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from pytest_latency.analysis.capacity import CapacityResult, ProbeResult
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeResult
 from pytest_latency.analysis.probe_counts import ProbeCounts, ProbeServerTimes, each_probe
 from pytest_latency.records import RequestRecord
 from pytest_latency.report.wrapping import wrap

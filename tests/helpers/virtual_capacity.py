@@ -1,14 +1,15 @@
 """Capacity probes in virtual time: each probe plays a warm-up and a probe phase through
 a simulated server, is decided at the pre-planned looks as a live probe is
 (:func:`~pytest_latency.analysis.capacity_probe.decide_probe`, earlier probes at the
-same rate pooled), and stops at the first look that fails."""
+same rate pooled), and stops at the first look that fails. As live, an early look
+waits for its requests to end until the next look is due (its cost counts the wait),
+and is skipped when they have not; the last look's wait is not charged."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from pytest_latency.analysis.capacity import ProbeResult
 from pytest_latency.analysis.capacity_probe import (
     SATURATION_LABEL,
     check_spans,
@@ -17,6 +18,7 @@ from pytest_latency.analysis.capacity_probe import (
     queue_evidence,
     saturated,
 )
+from pytest_latency.analysis.capacity_result import ProbeResult
 from pytest_latency.records import RequestRecord
 from pytest_latency.spec.model import Objective
 
@@ -51,7 +53,7 @@ class VirtualProbes:
         level = queue_alpha(len(self.criteria), confidences, self.probe_s, looks)
         at_looks = {look * self.probe_s for look in looks}
         due = [s for s in check_spans(self.probe_s, looks) if s not in at_looks]
-        for look, confidence in zip(looks, confidences, strict=True):
+        for index, (look, confidence) in enumerate(zip(looks, confidences, strict=True)):
             cutoff = self.warmup_s + look * self.probe_s
             while due and self.warmup_s + due[0] < cutoff:  # between looks, as a live probe
                 checked = self.warmup_s + due.pop(0)
@@ -65,16 +67,21 @@ class VirtualProbes:
                     shown = () if queue is None else (queue,)
                     return ProbeResult(rate, len(seen), verdicts, True, cost, None, shown)
             seen = [r for r in records if r.phase == "probe" and r.intended_s < cutoff]
+            last = look == looks[-1]
+            # A live early look waits for its requests until the next look is due, and is
+            # skipped (spending none of its alpha) when they are still in flight then.
+            ended = max([cutoff, *(r.end_s for r in seen if r.end_s is not None)])
+            if not last and ended > self.warmup_s + looks[index + 1] * self.probe_s:
+                continue
             before = [r for r in records if r.intended_s < cutoff]
             verdicts, evidence = decide_probe(
                 self.criteria, seen, before, rate,
                 confidence=confidence, warmup_s=self.warmup_s, queue_level=level,
                 earlier=earlier,
             )  # fmt: skip
-            last = look == looks[-1]
             if "fail" in verdicts.values() or last:  # early looks stop on a fail only
                 self.history.append((rate, seen))
-                cost = cutoff + self.drain_s
+                cost = (cutoff if last else ended) + self.drain_s
                 return ProbeResult(rate, len(seen), verdicts, not last, cost, None, tuple(evidence))
         raise AssertionError("the last look always decides")
 

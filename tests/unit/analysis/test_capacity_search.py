@@ -13,15 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from pytest_latency.analysis.capacity import (
-    DEFAULT_LOOKS,
-    CapacityResult,
-    ProbeResult,
-    search_capacity,
-)
+from pytest_latency.analysis.capacity import DEFAULT_LOOKS, search_capacity
 from pytest_latency.analysis.capacity_gate import decide_capacity
 from pytest_latency.analysis.capacity_plan import MAX_RETRIES, RETRIES, repeat_shares, search_plan
 from pytest_latency.analysis.capacity_probe import SATURATION_LABEL, as_proportion
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeResult
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.records import RequestRecord, Status
@@ -106,7 +102,10 @@ def test_the_bracket_contains_the_true_flip_rate_within_budget() -> None:
     assert result.passed_rps is not None and result.failed_rps is not None, result.to_json()
     assert result.passed_rps <= truth <= result.failed_rps, (truth, result.to_json())
     assert result.spent_s <= BUDGET_S and not result.contradictions
-    assert any(probe.stopped_early for probe in result.probes)  # decided at the half look
+    # 7.9..13.6/s on the lattice (1.73x; 7.0..12.8/s, 1.84x, before). Its fail now comes
+    # at the last look, so no probe here stops at the half look: tests/unit/plugin/
+    # test_capacity_run.py and test_runaway_probe.py cover early stops.
+    assert result.failed_rps / result.passed_rps <= 1.75, result.to_json()
     verdict, estimate, _ = decide_capacity(result, least=2.0)
     assert verdict == "pass" and estimate == result.passed_rps
     assert decide_capacity(result, least=result.failed_rps + 1)[0] == "fail"

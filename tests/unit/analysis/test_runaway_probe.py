@@ -13,7 +13,6 @@ import re
 
 import pytest
 
-from pytest_latency.analysis.capacity import CapacityResult, ProbeEvidence, ProbeResult
 from pytest_latency.analysis.capacity_probe import (
     SATURATION_LABEL,
     check_spans,
@@ -22,6 +21,7 @@ from pytest_latency.analysis.capacity_probe import (
     queue_alpha,
     saturated,
 )
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeEvidence, ProbeResult
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.probe_counts import probe_counts
 from pytest_latency.records import STOPPED_EARLY, RequestRecord, Status

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_latency.analysis.capacity import CapacityResult
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.driver import Target
 from pytest_latency.plugin.capacity_run import LiveSearch
 from pytest_latency.plugin.capacity_timeline import capacity_result, search_timeline

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_latency.analysis.capacity import DEFAULT_LOOKS, CapacityResult
+from pytest_latency.analysis.capacity import DEFAULT_LOOKS
+from pytest_latency.analysis.capacity_result import CapacityResult
 from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.report.capacity_table import capacity_lines, evidence_text
 from pytest_latency.report.html.capacity import capacity_section

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from pytest_latency.analysis.capacity import CapacityResult, ProbeResult
+from pytest_latency.analysis.capacity_result import CapacityResult, ProbeResult
 from pytest_latency.analysis.probe_counts import probe_counts, probe_server_times
 from pytest_latency.analysis.result import LatencyResult
 from pytest_latency.records import RUN_SCHEMA, RequestRecord, Status
@@ -101,7 +101,7 @@ def test_a_verdict_no_look_decided_is_shown_and_said_so() -> None:
     look decided it."""
     import math
 
-    from pytest_latency.analysis.capacity import ProbeEvidence
+    from pytest_latency.analysis.capacity_result import ProbeEvidence
     from pytest_latency.report.capacity_table import capacity_lines
 
     queue = ProbeEvidence(
