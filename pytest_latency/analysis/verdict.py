@@ -34,6 +34,7 @@ from pytest_latency.analysis.percentiles import (
     percentile,
 )
 from pytest_latency.analysis.samples import (
+    Series,
     failure_series,
     metric_series,
     record_value,
@@ -121,21 +122,38 @@ def decide(
         lower, bounds.upper, objective.max_s, objective, confidence, bounds.dependence
     )
     if verdict is Verdict.INCONCLUSIVE and math.isinf(estimate):
-        # Failed requests are unbounded values: where their share alone is surely over
-        # the tail (the error rate's own bound, clustering paid for), nothing lower is.
-        failed = np.isinf(series.values) * 1.0
-        failed_share = outage_bounds(failed, confidence, series.episodes).lower
-        if failed_share > 1.0 - objective.p / 100.0:
-            verdict, lower = Verdict.FAIL, math.inf
-            reason = (
-                f"lower bound over the limit: at least {failed_share:.1%} of requests failed,"
-                f" more than a p{objective.p:g} leaves room for"
-            )
+        failed_reason = _failures_over_the_tail(series, objective.p, confidence)
+        if failed_reason is not None:
+            verdict, lower, reason = Verdict.FAIL, math.inf, failed_reason
     note = sections_note(bounds.sections, verdict) or dependence_note(bounds.dependence)
     return ObjectiveResult(
         objective, verdict, estimate, lower, bounds.upper, series.n, confidence,
         reason + note, n_effective=bounds.n_effective, dependence=bounds.dependence,
     )  # fmt: skip
+
+
+def _failures_over_the_tail(series: Series, p: float, confidence: float) -> str | None:
+    """Why the failed requests alone fail a p-th percentile, or None.
+
+    Failed requests are unbounded values: where their share alone is surely over the
+    tail (the error rate's own bound, clustering paid for), nothing lower is. And where
+    the scope ended in failures covering half of it (the server went away: 0 of 2,307
+    answered after a queue filled and the server turned to 429s), its own share decides,
+    as for an error rate: one outage that long is one event to the bounds, yet a server
+    that stopped answering must never be left undecided."""
+    bounds = outage_bounds(np.isinf(series.values) * 1.0, confidence, series.episodes)
+    tail = 1.0 - p / 100.0
+    if bounds.lower > tail:
+        return (
+            f"lower bound over the limit: at least {bounds.lower:.1%} of requests failed,"
+            f" more than a p{p:g} leaves room for"
+        )
+    if _went_away(bounds, tail):
+        return (
+            f"{bounds.failed}/{bounds.offered} failed, more than a p{p:g} leaves room for,"
+            f" and the last {bounds.failing_at_end} all failed: the server went away"
+        )
+    return None
 
 
 def sections_note(sections: SectionBounds, verdict: Verdict) -> str:
