@@ -368,13 +368,15 @@ E2E_SPEC = textwrap.dedent(
       output_tokens: 8
       timeout: 10s
       phases:
-        - {name: steady, arrival: poisson, rate: 20, duration: 2s}
+        # 100 steady requests: a scope under 64 is never taken as independent, and
+        # 40 of them left both TTFT verdicts undecided in about a run of three.
+        - {name: steady, arrival: poisson, rate: 20, duration: 5s}
         - {name: burst, arrival: constant, rate: 40, duration: 1s}
     objectives:
       - {metric: ttft, p: 50, max: 2s, phase: steady}
       - {metric: ttft, p: 50, max: 1ms, phase: steady}
       - {metric: itl, p: 50, max: 1s}
-      - {metric: error_rate, max: 100%}  # 88 requests cannot bound it lower
+      - {metric: error_rate, max: 100%}  # 140 requests cannot bound it lower
     """
 )
 

@@ -175,7 +175,10 @@ def test_spike(latency, case):
 def test_a_hostile_test_id_and_phase_name_render_as_text(browser, pytester, tmp_path):
     pytester.makepyfile(test_hostile=textwrap.dedent(SPIKE_TEST))
     report = tmp_path / "hostile.html"
-    pytester.runpytest("--latency-html", str(report), "-p", "no:randomly").assert_outcomes(passed=1)
+    # 20 requests may leave the median undecided; this test is about the hostile names.
+    pytester.runpytest(
+        "--latency-html", str(report), "-p", "no:randomly", "--latency-inconclusive", "warn"
+    ).assert_outcomes(passed=1)
     opened = Opened(browser, report)
     page = opened.page
     assert page.locator("h2").first.text_content() == f"test_hostile.py::test_spike[{HOSTILE}]"
