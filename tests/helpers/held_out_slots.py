@@ -20,9 +20,8 @@ import numpy as np
 
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim.config import SimConfig
-from pytest_latency.sim.virtual import Arrival, simulate
 from pytest_latency.spec.model import Phase, Workload
-from pytest_latency.workload import build_plan
+from tests.helpers.virtual_capacity import virtual_records as serve_virtually
 
 SPEEDUP = 6.0
 SLOT_OPTIONS = {
@@ -39,20 +38,10 @@ SEEDS = 12
 
 def virtual_records(workload: Workload) -> list[RequestRecord]:
     """The workload's requests served by the held-out server in virtual time."""
-    plan = build_plan(workload)
-    arrivals = [Arrival(p.intended_s, p.input_tokens, p.output_tokens) for p in plan.requests]
-    records = []
-    for planned, result in zip(plan.requests, simulate(SLOTS, arrivals), strict=True):
-        record = RequestRecord(planned.id, planned.phase, planned.intended_s, planned.input_tokens)
-        record.sent_s = planned.intended_s
-        if result.ttft_s is not None and result.e2e_s is not None:
-            record.status = Status.OK
-            record.first_token_s = planned.intended_s + result.ttft_s
-            record.end_s = planned.intended_s + result.e2e_s
+    records = serve_virtually(workload, SLOTS)
+    for record in records:
+        if record.status is Status.OK:
             record.output_tokens = OUTPUT_TOKENS
-        else:
-            record.status, record.end_s = Status.REJECTED, planned.intended_s
-        records.append(record)
     return records
 
 

@@ -19,11 +19,33 @@ from pytest_latency.analysis.capacity_probe import (
     saturated,
 )
 from pytest_latency.analysis.capacity_result import ProbeResult
-from pytest_latency.records import RequestRecord
-from pytest_latency.spec.model import Objective
+from pytest_latency.records import RequestRecord, Status
+from pytest_latency.sim.config import SimConfig
+from pytest_latency.sim.virtual import Arrival, simulate
+from pytest_latency.spec.model import Objective, Workload
+from pytest_latency.workload import build_plan
 
 #: records(phases as (name, rate, seconds), seed) -> every request, served to the end
 Serve = Callable[[list[tuple[str, float, float]], int], list[RequestRecord]]
+
+
+def virtual_records(workload: Workload, config: SimConfig) -> list[RequestRecord]:
+    """The workload's planned requests served by ``config``'s engine in virtual time,
+    each sent on time; a request the engine refused is rejected when it was sent."""
+    plan = build_plan(workload)
+    arrivals = [Arrival(p.intended_s, p.input_tokens, p.output_tokens) for p in plan.requests]
+    records = []
+    for planned, result in zip(plan.requests, simulate(config, arrivals), strict=True):
+        record = RequestRecord(planned.id, planned.phase, planned.intended_s, planned.input_tokens)
+        record.sent_s = planned.intended_s
+        if result.ttft_s is not None and result.e2e_s is not None:
+            record.status = Status.OK
+            record.first_token_s = planned.intended_s + result.ttft_s
+            record.end_s = planned.intended_s + result.e2e_s
+        else:
+            record.status, record.end_s = Status.REJECTED, planned.intended_s
+        records.append(record)
+    return records
 
 
 class VirtualProbes:

@@ -22,11 +22,9 @@ from pytest_latency.analysis.looks import look_confidences
 from pytest_latency.analysis.objectives import decide_objectives
 from pytest_latency.records import RequestRecord, Status
 from pytest_latency.sim.config import SimConfig
-from pytest_latency.sim.virtual import Arrival, simulate
 from pytest_latency.spec.model import Phase, Workload, objective
-from pytest_latency.workload import build_plan
 from tests.helpers.slot_server import SlotServer
-from tests.helpers.virtual_capacity import VirtualProbes
+from tests.helpers.virtual_capacity import VirtualProbes, virtual_records
 
 # One replica of 8 slots, 20-token answers of ~0.6 s: about 13 req/s at most.
 SIM = SimConfig(replicas=1, max_batch=8)
@@ -34,29 +32,11 @@ OBJECTIVES = (objective("ttft", p=90, max="300ms"),)
 WARM_S, PROBE_S = 5.0, 60.0
 
 
-def virtual_records(workload: Workload, config: SimConfig = SIM) -> list[RequestRecord]:
-    plan = build_plan(workload)
-    arrivals = [Arrival(p.intended_s, p.input_tokens, p.output_tokens) for p in plan.requests]
-    records = []
-    for planned, result in zip(plan.requests, simulate(config, arrivals), strict=True):
-        record = RequestRecord(planned.id, planned.phase, planned.intended_s, planned.input_tokens)
-        record.sent_s = planned.intended_s
-        if result.ttft_s is not None and result.e2e_s is not None:
-            record.status = Status.OK
-            record.first_token_s = planned.intended_s + result.ttft_s
-            record.end_s = planned.intended_s + result.e2e_s
-        else:
-            record.status = Status.REJECTED
-            record.end_s = planned.intended_s
-        records.append(record)
-    return records
-
-
 def sim_serve(phases: list[tuple[str, float, float]], seed: int) -> list[RequestRecord]:
     """The sim's engine in virtual time as a server for :class:`VirtualProbes`."""
     named = tuple(Phase(name, rate, seconds) for name, rate, seconds in phases)
     workload = Workload(phases=named, seed=seed, input_tokens=(20, 20), output_tokens=20)
-    return virtual_records(workload)
+    return virtual_records(workload, SIM)
 
 
 def virtual_probe(seed: int = 5) -> VirtualProbes:
@@ -66,7 +46,7 @@ def virtual_probe(seed: int = 5) -> VirtualProbes:
 def p90_ttft(rate: float, seconds: float = 400.0) -> float:
     workload = Workload(phases=(Phase("long", rate, seconds),), seed=11, input_tokens=(20, 20),
                         output_tokens=20)  # fmt: skip
-    records = [r for r in virtual_records(workload) if r.intended_s > 20.0]
+    records = [r for r in virtual_records(workload, SIM) if r.intended_s > 20.0]
     ttfts = [r.ttft_s if r.ok and r.ttft_s is not None else math.inf for r in records]
     return float(np.percentile(ttfts, 90, method="higher"))
 
