@@ -5,6 +5,9 @@ from typing import Any, NoReturn
 
 import pytest
 
+from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
+from tests.helpers.otlp_helpers import ReceiverKind
 from tests.helpers.scripted_server import ScriptedServer
 
 pytest_plugins = ["pytester"]
@@ -77,3 +80,16 @@ def receiver_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 
     monkeypatch.setattr(receiver, "OtlpReceiver", ThreadReceiver)
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(OtlpReceiver, id="process", marks=pytest.mark.slow),
+        pytest.param(ThreadReceiver, id="thread"),
+    ]
+)
+def receiver_kind(request: pytest.FixtureRequest) -> ReceiverKind:
+    """Each receiver in turn: in its own process (slow: it starts one), and its engine in
+    a thread of this process (the same handler, caps and store)."""
+    found: ReceiverKind = request.param
+    return found

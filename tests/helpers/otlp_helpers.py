@@ -11,6 +11,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from pytest_latency.telemetry.receiver import OtlpReceiver
+from pytest_latency.telemetry.receiver_thread import ThreadReceiver
+
+#: The two receivers, which share one API: in its own process, and its engine in a thread.
+ReceiverKind = type[OtlpReceiver] | type[ThreadReceiver]
+
 AttrValue = str | bool | int | float
 
 VLLM_ATTRS: dict[str, AttrValue] = {

@@ -24,23 +24,18 @@ from pytest_latency.telemetry.receiver import OtlpReceiver
 from pytest_latency.telemetry.receiver_thread import ThreadReceiver
 from pytest_latency.telemetry.store import TimingStore
 from pytest_latency.telemetry.timings import ServerTimings
-from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
+from tests.helpers.otlp_helpers import (
+    VLLM_ATTRS,
+    ReceiverKind,
+    make_request,
+    make_span,
+    new_trace_id,
+    post,
+)
 
 pytestmark = pytest.mark.security
 
 PREFIX = "0123456789abcdef"
-Kind = type[OtlpReceiver] | type[ThreadReceiver]
-
-
-@pytest.fixture(
-    params=[
-        pytest.param(OtlpReceiver, id="process", marks=pytest.mark.slow),
-        pytest.param(ThreadReceiver, id="thread"),
-    ]
-)
-def kind(request: pytest.FixtureRequest) -> Kind:
-    found: Kind = request.param
-    return found
 
 
 def export(trace_ids: list[str]) -> bytes:
@@ -48,8 +43,10 @@ def export(trace_ids: list[str]) -> bytes:
     return make_request(spans).SerializeToString()
 
 
-def test_posts_past_the_concurrency_cap_get_503_with_retry_after(kind: Kind) -> None:
-    with kind(max_concurrent_posts=2) as receiver:
+def test_posts_past_the_concurrency_cap_get_503_with_retry_after(
+    receiver_kind: ReceiverKind,
+) -> None:
+    with receiver_kind(max_concurrent_posts=2) as receiver:
         held = []
         for _ in range(2):  # two posts that announce a body and send half of it
             sock = socket.create_connection((receiver.host, receiver.port))
@@ -73,9 +70,11 @@ def test_posts_past_the_concurrency_cap_get_503_with_retry_after(kind: Kind) -> 
         assert receiver.rejections.get(503, 0) >= 1
 
 
-def test_an_oversized_or_bombed_body_is_413_and_a_wrong_token_401(kind: Kind) -> None:
+def test_an_oversized_or_bombed_body_is_413_and_a_wrong_token_401(
+    receiver_kind: ReceiverKind,
+) -> None:
     token = Secret("receiver-token-1234")
-    with kind(max_body_bytes=1 << 20, token=token) as receiver:
+    with receiver_kind(max_body_bytes=1 << 20, token=token) as receiver:
         auth = {"Authorization": "Bearer receiver-token-1234"}
         bomb = gzip.compress(b"\0" * (64 << 20))
         status, _, _ = post(receiver.traces_url, bomb, headers={**auth, "Content-Encoding": "gzip"})
@@ -87,8 +86,10 @@ def test_an_oversized_or_bombed_body_is_413_and_a_wrong_token_401(kind: Kind) ->
         assert receiver.rejections == {413: 1, 401: 2} and receiver.spans_received == 1
 
 
-def test_json_nested_thousands_deep_is_answered_400_and_counted(kind: Kind) -> None:
-    with kind() as receiver:
+def test_json_nested_thousands_deep_is_answered_400_and_counted(
+    receiver_kind: ReceiverKind,
+) -> None:
+    with receiver_kind() as receiver:
         body = b'{"resourceSpans":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
         status, _, text = post(receiver.traces_url, body, "application/json")
         assert status == 400 and b"nested too deep" in text

@@ -25,26 +25,21 @@ import pytest
 from pytest_latency.telemetry.otlp_json import dumps_request
 from pytest_latency.telemetry.receiver import OtlpReceiver, parse_listen_address
 from pytest_latency.telemetry.receiver_thread import ThreadReceiver
-from tests.helpers.otlp_helpers import VLLM_ATTRS, make_request, make_span, new_trace_id, post
+from tests.helpers.otlp_helpers import (
+    VLLM_ATTRS,
+    ReceiverKind,
+    make_request,
+    make_span,
+    new_trace_id,
+    post,
+)
 
 Receiver = OtlpReceiver | ThreadReceiver
-Kind = type[OtlpReceiver] | type[ThreadReceiver]
-
-
-@pytest.fixture(
-    params=[
-        pytest.param(OtlpReceiver, id="process", marks=pytest.mark.slow),
-        pytest.param(ThreadReceiver, id="thread"),
-    ]
-)
-def kind(request: pytest.FixtureRequest) -> Kind:
-    found: Kind = request.param
-    return found
 
 
 @pytest.fixture
-def receiver(kind: Kind) -> Iterator[Receiver]:
-    with kind() as running:
+def receiver(receiver_kind: ReceiverKind) -> Iterator[Receiver]:
+    with receiver_kind() as running:
         yield running
 
 
@@ -134,8 +129,8 @@ def test_other_paths_methods_and_types(receiver: Receiver) -> None:
     assert post(receiver.traces_url + "?x=1", _vllm_body(new_trace_id()))[0] == 200
 
 
-def test_body_limit_gives_413(kind: Kind) -> None:
-    with kind(max_body_bytes=1000) as small:
+def test_body_limit_gives_413(receiver_kind: ReceiverKind) -> None:
+    with receiver_kind(max_body_bytes=1000) as small:
         big = _vllm_body(*[new_trace_id() for _ in range(20)])
         assert len(big) > 1000
         assert post(small.traces_url, big)[0] == 413
@@ -194,9 +189,9 @@ def test_missing_traces_return_after_grace(receiver: Receiver) -> None:
     assert receiver.timings([], grace_s=5) == {}
 
 
-def test_unknown_trace_ids_and_bounded_store(kind: Kind) -> None:
+def test_unknown_trace_ids_and_bounded_store(receiver_kind: ReceiverKind) -> None:
     ours, theirs = new_trace_id(), new_trace_id()
-    with kind(max_traces=2) as small:
+    with receiver_kind(max_traces=2) as small:
         post(small.traces_url, _vllm_body(ours, theirs, new_trace_id()))
         assert small.traces_dropped == 1
         assert small.unknown_trace_ids([ours]) == 1
@@ -205,8 +200,8 @@ def test_unknown_trace_ids_and_bounded_store(kind: Kind) -> None:
         assert small.unknown_trace_ids([]) == 0
 
 
-def test_stop_is_prompt_closes_keepalive_and_releases_the_port(kind: Kind) -> None:
-    receiver = kind().start()
+def test_stop_is_prompt_closes_keepalive_and_releases_the_port(receiver_kind: ReceiverKind) -> None:
+    receiver = receiver_kind().start()
     port = receiver.port
     idle = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     idle.request(
@@ -224,14 +219,14 @@ def test_stop_is_prompt_closes_keepalive_and_releases_the_port(kind: Kind) -> No
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
     idle.close()
-    with kind(port=port) as again:  # the same port binds again
+    with receiver_kind(port=port) as again:  # the same port binds again
         assert again.port == port
         assert post(again.traces_url, _vllm_body(new_trace_id()))[0] == 200
 
 
-def test_port_in_use_raises(kind: Kind) -> None:
-    with kind() as first, pytest.raises(OSError):
-        kind(port=first.port).start()
+def test_port_in_use_raises(receiver_kind: ReceiverKind) -> None:
+    with receiver_kind() as first, pytest.raises(OSError):
+        receiver_kind(port=first.port).start()
 
 
 @pytest.mark.parametrize(
@@ -254,9 +249,9 @@ def test_parse_listen_address_rejects(text: str) -> None:
         parse_listen_address(text)
 
 
-def test_ipv6_loopback(kind: Kind) -> None:
+def test_ipv6_loopback(receiver_kind: ReceiverKind) -> None:
     try:
-        receiver = kind("::1").start()
+        receiver = receiver_kind("::1").start()
     except OSError:
         pytest.skip("no IPv6 loopback here")
     with receiver:
