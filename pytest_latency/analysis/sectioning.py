@@ -55,6 +55,9 @@ MIN_BATCH = 10  # requests per batch: a batch p95 of fewer is its maximum
 MIN_LOWER_BATCHES = 8
 MIN_UPPER_BATCHES = 20  # the upper side on the batches' spread alone
 MIN_FEW_BATCHES = 12  # fewer batches (down to this) need the shape floor as well
+# The fewest requests each side can be taken from (batches of at least MIN_BATCH).
+MIN_LOWER_REQUESTS = MIN_LOWER_BATCHES * MIN_BATCH
+MIN_UPPER_REQUESTS = MIN_FEW_BATCHES * MIN_BATCH
 SHAPE_FLOOR = 3.0  # the shape floor's factor (calibrated)
 SHAPE_FLOOR_MANY = 2.5  # its factor from MIN_UPPER_BATCHES batches on
 MIN_CRITICAL = 6.0  # the floor under either side's critical value (calibrated)
@@ -102,9 +105,9 @@ def section_bounds(values: np.ndarray, q: float, confidence: float, window: int)
     value is not positive and finite (failed requests are ``inf``, a zero wait has no
     log): the order-statistic bound decides those."""
     n = int(values.size)
-    lower_batches = min(MAX_BATCHES, n // MIN_BATCH)
-    if lower_batches < MIN_LOWER_BATCHES:
+    if n < MIN_LOWER_REQUESTS:
         return NO_SECTIONS  # too few requests
+    lower_batches = min(MAX_BATCHES, n // MIN_BATCH)
     # A correlation the run does not see fade: no upper side, and a lower side only at
     # a wider critical value (an overload's estimate is far over any limit it fails).
     capped = window >= n * MAX_WINDOW_SHARE
@@ -205,18 +208,16 @@ def margin_quantile_bounds(
     exact = correlated_quantile_bounds(samples, q, confidence, episodes, phases)
     dependence = exact.dependence
     several = episodes is not None and np.unique(episodes).size >= 2
-    if dependence.independent or several or samples.size == 0:
+    # A side sectioning cannot take at this size keeps the whole error: splitting it
+    # cost 30-request runs their p50 bound (0 of 30 over 2 s, yet INCONCLUSIVE). The
+    # choice rests on the count alone, so the union bound needs no data-driven pick.
+    if dependence.independent or several or samples.size < MIN_LOWER_REQUESTS:
         return _alone(exact)
     half = 1.0 - (1.0 - confidence) / 2.0
     ordered = correlated_quantile_bounds(samples, q, half, episodes, phases)
     sections = section_bounds(samples, q, half, dependence.window)
-    # A side sectioning cannot take at this size keeps the whole error: splitting it
-    # cost 30-request runs their p50 bound (0 of 30 over 2 s, yet INCONCLUSIVE). The
-    # choice rests on the count alone, so the union bound needs no data-driven pick.
-    lower, upper = exact.lower, exact.upper
-    if samples.size >= MIN_LOWER_BATCHES * MIN_BATCH:
-        lower = max(ordered.lower, sections.lower)
-    if samples.size >= MIN_FEW_BATCHES * MIN_BATCH:
+    lower, upper = max(ordered.lower, sections.lower), exact.upper
+    if samples.size >= MIN_UPPER_REQUESTS:
         upper = min(ordered.upper, sections.upper)
     effective = dependence.n_effective
     if math.isfinite(sections.n_effective):
